@@ -1,0 +1,2 @@
+//! `snarkctl`: the client and tools for snarkd.
+fn main() {}

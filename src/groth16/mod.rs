@@ -1,0 +1,135 @@
+//! snarkd's own Groth16 pipeline, split into the two stages the engine schedules separately.
+//!
+//! *Synthesis* (CPU) runs a bellperson circuit through our own constraint system and records a
+//! [`Witness`]. *Proving* (a [`ProvingBackend`]: the CPU here, a GPU in `crate::gpu`) turns a witness
+//! plus the resident [`crate::srs::Srs`] into a proof: h by NTTs, five MSMs, assembly with fresh r, s.
+//! The split exists so that witnesses can be budgeted and queued per device between the stages.
+
+use std::time::Duration;
+
+use blstrs::{Bls12, Scalar as Fr};
+
+use crate::srs::Srs;
+
+pub use bellperson::groth16::{PreparedVerifyingKey, Proof, VerifyingKey};
+
+/// A set of bits over the variables of one kind (aux or input): bit i is set when variable i
+/// occurs with a nonzero coefficient in the A (or B) query. Bases of unset variables are absent
+/// from the parameter file, so MSMs use the density to pair scalars with bases.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Density {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl Density {
+    pub fn with_len(len: usize) -> Self {
+        Density { words: vec![0; len.div_ceil(64)], len }
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Appends one variable, unset.
+    pub fn push(&mut self, set: bool) {
+        if self.len % 64 == 0 {
+            self.words.push(0);
+        }
+        self.len += 1;
+        if set {
+            self.set(self.len - 1);
+        }
+    }
+    pub fn set(&mut self, i: usize) {
+        assert!(i < self.len, "density index {i} out of range {}", self.len);
+        self.words[i / 64] |= 1 << (i % 64);
+    }
+    pub fn get(&self, i: usize) -> bool {
+        i < self.len && self.words[i / 64] & (1 << (i % 64)) != 0
+    }
+    pub fn count_ones(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+    /// Appends `other` after the bits of `self` (used when extensible constraint systems merge).
+    pub fn extend(&mut self, other: &Density) {
+        for i in 0..other.len {
+            self.push(other.get(i));
+        }
+    }
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+    pub fn bytes(&self) -> usize {
+        self.words.len() * 8
+    }
+}
+
+/// Everything the proving stage needs from one synthesized circuit (one partition).
+#[derive(Debug, Clone, Default)]
+pub struct Witness {
+    /// Per-constraint evaluations of the A, B and C linear combinations (input constraints included).
+    pub a: Vec<Fr>,
+    pub b: Vec<Fr>,
+    pub c: Vec<Fr>,
+    /// Input assignment; `input[0]` is the constant ONE.
+    pub input: Vec<Fr>,
+    pub aux: Vec<Fr>,
+    pub a_aux_density: Density,
+    pub b_input_density: Density,
+    pub b_aux_density: Density,
+}
+
+impl Witness {
+    /// Bytes held by this witness, used by the memory budget.
+    pub fn bytes(&self) -> u64 {
+        let fr = std::mem::size_of::<Fr>();
+        let vecs = self.a.len() + self.b.len() + self.c.len() + self.input.len() + self.aux.len();
+        (vecs * fr + self.a_aux_density.bytes() + self.b_input_density.bytes() + self.b_aux_density.bytes())
+            as u64
+    }
+}
+
+/// Where the proving stage spent its time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct ProveTimings {
+    #[serde(with = "crate::units::millis")]
+    pub ntt: Duration,
+    #[serde(with = "crate::units::millis")]
+    pub msm: Duration,
+    #[serde(with = "crate::units::millis")]
+    pub total: Duration,
+}
+
+/// Why a backend could not produce a proof.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The witness does not match the parameters (sizes, densities).
+    #[error("witness does not match parameters: {0}")]
+    Shape(String),
+    /// The device failed; the job may be retried elsewhere.
+    #[error("device {device} failed in {call}: {reason}")]
+    Device { device: String, call: String, reason: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Called by the backend as each buffer of the witness is consumed, so the engine can release
+/// that part of the memory reservation (a, b, c after h; aux after the MSMs).
+pub type ReleaseFn<'a> = &'a (dyn Fn(u64) + Sync);
+
+/// A proving stage: turns a witness into a proof against resident parameters.
+pub trait ProvingBackend: Send + Sync {
+    /// A name for logs and Status, e.g. "cpu" or "cuda:0 (NVIDIA H200)".
+    fn name(&self) -> String;
+
+    /// Proves one circuit with fresh r and s from OsRng. `release` is called with the byte count of
+    /// each witness buffer once it is no longer needed.
+    fn prove(
+        &self,
+        witness: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError>;
+}
