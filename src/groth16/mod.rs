@@ -133,3 +133,6 @@ pub trait ProvingBackend: Send + Sync {
         release: ReleaseFn<'_>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError>;
 }
+
+mod assignment;
+pub use assignment::synthesize;
