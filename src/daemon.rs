@@ -1,1 +1,333 @@
-//! TODO
+//! The daemon's lifecycle, in the order systemd sees it: detect limits, start backends and the
+//! engine, bind the socket, preload parameters, `READY=1`; then serve, reload on SIGHUP or
+//! `Snark.Reload`, and on SIGTERM/SIGINT drain, fail what remains, drop every backend (which
+//! destroys device contexts), remove the socket and exit 0.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::config::{Config, ConfigSource};
+use crate::engine::{Engine, EngineSettings, Sizing, SrsSource, Verifier};
+use crate::error::{ErrorCode, SnarkError};
+use crate::groth16::ProvingBackend;
+use crate::rpc::server::{self, AccessPolicy, BindError};
+use crate::rpc::types::ReloadReport;
+use crate::systemd::cgroup::{self, MemoryLimit};
+use crate::systemd::journal::LogHandle;
+use crate::systemd::notify;
+use crate::units::Bytes;
+
+/// Loads, evicts and lists resident parameters, for Preload/Evict/Status.
+pub trait SrsAdmin: SrsSource {
+    /// Loads `circuit` (a cache identifier or `<kind>:<sector size>`) and keeps it resident.
+    fn preload(&self, circuit: &str) -> Result<Value, SnarkError>;
+    fn evict(&self, circuit: &str) -> Result<Value, SnarkError>;
+    fn status(&self) -> Value;
+}
+
+/// What the daemon proves with: the backends (one per device) and where parameters come from.
+/// `run` builds the real ones; tests may pass their own.
+pub struct DaemonParts {
+    pub backends: Vec<Arc<dyn ProvingBackend>>,
+    pub srs: Arc<dyn SrsAdmin>,
+    pub verifier: Verifier,
+    /// One line per backend decision, for the log and Status (e.g. "cuda: no device, using cpu").
+    pub notes: Vec<String>,
+}
+
+/// Everything the RPC methods reach.
+pub struct State {
+    pub config: RwLock<Config>,
+    source: ConfigSource,
+    overrides: BTreeMap<String, toml::Value>,
+    pub engine: Arc<Engine>,
+    pub memory: MemoryLimit,
+    pub access: Arc<RwLock<AccessPolicy>>,
+    socket_gid: u32,
+    srs: Arc<dyn SrsAdmin>,
+    log: Option<LogHandle>,
+    started: Instant,
+    reload_lock: Mutex<()>,
+    shutdown: tokio::sync::Notify,
+    notes: Vec<String>,
+}
+
+/// Why the daemon could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("{0}")]
+    Bind(#[from] BindError),
+    #[error("{0}")]
+    Startup(String),
+}
+
+/// The witness budget: an explicit `memory.limit`, else the detected limit minus resident
+/// parameters minus `memory.reserve`.
+pub fn budget(config: &Config, memory: &MemoryLimit, srs_resident: u64) -> (Bytes, String) {
+    match config.memory.limit {
+        Some(limit) => (limit, "memory.limit".into()),
+        None => {
+            let b = memory.bytes.saturating_sub(Bytes(srs_resident)).saturating_sub(config.memory.reserve);
+            (b, format!("{} ({}) - resident params {} - memory.reserve {}", memory.source, memory.bytes, Bytes(srs_resident), config.memory.reserve))
+        }
+    }
+}
+
+impl State {
+    pub fn status(&self) -> Value {
+        let config = self.config.read().unwrap();
+        json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "cuda": crate::gpu::cuda_status(),
+            "uptime_seconds": self.started.elapsed().as_secs(),
+            "config_file": self.source.path(),
+            "socket": config.socket.path,
+            "memory": { "limit": self.memory.bytes, "source": self.memory.source },
+            "engine": self.engine.status(),
+            "params": { "dir": config.params.dir, "resident": self.srs.status() },
+            "log": self.log.as_ref().map(|l| l.target).unwrap_or("inherited"),
+            "notes": self.notes,
+        })
+    }
+
+    pub fn preload(&self, circuit: &Value) -> Result<Value, SnarkError> {
+        let name = circuit.as_str().ok_or_else(|| SnarkError::bad_input("circuit: expected a string (params[0])"))?;
+        self.srs.preload(name)
+    }
+
+    pub fn evict(&self, circuit: &Value) -> Result<Value, SnarkError> {
+        let name = circuit.as_str().ok_or_else(|| SnarkError::bad_input("circuit: expected a string (params[0])"))?;
+        self.srs.evict(name)
+    }
+
+    /// Starts a drain, as SIGTERM does.
+    pub fn request_shutdown(&self) {
+        self.shutdown.notify_one();
+    }
+
+    /// Re-reads the config. A rejected config keeps the old one and returns why.
+    pub fn reload(&self) -> Result<ReloadReport, SnarkError> {
+        let _guard = self.reload_lock.lock().unwrap();
+        notify::reloading();
+        let result = self.apply_reload();
+        match &result {
+            Ok(r) => tracing::info!(
+                "reloaded {}: applied [{}], needs restart [{}]",
+                self.source.path().display(),
+                r.applied.join(", "),
+                r.restart_required.join(", ")
+            ),
+            Err(e) => tracing::error!("reload rejected, keeping the running config: {}", e.message),
+        }
+        notify::ready(&self.engine.summary());
+        result
+    }
+
+    fn apply_reload(&self) -> Result<ReloadReport, SnarkError> {
+        let new = crate::config::load(&self.source, &self.overrides)
+            .map_err(|e| SnarkError::bad_input(format!("config rejected: {e}")))?;
+        let old = self.config.read().unwrap().clone();
+        let diff = old.diff(&new);
+        let applied = old.with_restart_keys_of(&new);
+        if let Some(log) = &self.log {
+            log.set_level(&applied.log.level).map_err(|e| SnarkError::bad_input(format!("config rejected: key `log.level`: {e}")))?;
+        }
+        *self.access.write().unwrap() = AccessPolicy::new(&applied.access, self.socket_gid);
+        let (b, _) = budget(&applied, &self.memory, self.srs.resident_bytes());
+        self.engine.apply_settings(EngineSettings::from_config(&applied), Some(b));
+        for circuit in applied.params.preload.iter().filter(|c| !old.params.preload.contains(c)) {
+            if let Err(e) = self.srs.preload(circuit) {
+                tracing::warn!("preload of {circuit} after reload failed: {}", e.message);
+            }
+        }
+        *self.config.write().unwrap() = applied;
+        Ok(ReloadReport { applied: diff.live, restart_required: diff.restart })
+    }
+}
+
+/// Runs the daemon until it has drained; returns once the socket is gone.
+pub async fn run(
+    config: Config,
+    source: ConfigSource,
+    overrides: BTreeMap<String, toml::Value>,
+    log: Option<LogHandle>,
+    parts: DaemonParts,
+) -> Result<(), DaemonError> {
+    let memory = cgroup::detect();
+    tracing::info!("memory available to the service: {} ({})", memory.bytes, memory.source);
+    for note in &parts.notes {
+        tracing::info!("{note}");
+    }
+
+    let (listener, socket_gid) = match server::from_systemd(&config.socket)? {
+        Some(l) => {
+            tracing::info!("using the socket passed by systemd (LISTEN_FDS)");
+            l
+        }
+        None => server::bind(&config.socket)?,
+    };
+
+    let (budget_bytes, budget_source) = budget(&config, &memory, 0);
+    let sizing = Sizing::derive(budget_bytes, budget_source, config.memory.synthesis_parallelism);
+    tracing::info!(
+        "witness budget {} from {}; synthesis parallelism {}, lookahead {} per device, {} proving workers",
+        sizing.budget,
+        sizing.budget_source,
+        sizing.synthesis_parallelism,
+        sizing.lookahead_per_device,
+        parts.backends.len()
+    );
+    let engine = Engine::start(
+        EngineSettings::from_config(&config),
+        sizing,
+        parts.backends,
+        parts.srs.clone(),
+        parts.verifier,
+    );
+
+    let state = Arc::new(State {
+        access: Arc::new(RwLock::new(AccessPolicy::new(&config.access, socket_gid))),
+        config: RwLock::new(config.clone()),
+        source,
+        overrides,
+        engine: engine.clone(),
+        memory,
+        socket_gid,
+        srs: parts.srs,
+        log,
+        started: Instant::now(),
+        reload_lock: Mutex::new(()),
+        shutdown: tokio::sync::Notify::new(),
+        notes: parts.notes,
+    });
+
+    let rpc = server::serve(listener, &config.socket, crate::rpc::methods::module(state.clone()), state.access.clone());
+
+    for circuit in &config.params.preload {
+        notify::status(&format!("preloading {circuit}"));
+        if let Err(e) = state.srs.preload(circuit) {
+            tracing::error!("preload of {circuit} failed: {}", e.message);
+        }
+    }
+    if !config.params.preload.is_empty() {
+        let (b, _) = budget(&config, &state.memory, state.srs.resident_bytes());
+        engine.apply_settings(EngineSettings::from_config(&config), Some(b));
+    }
+
+    tracing::info!("snarkd {} ready on {}", env!("CARGO_PKG_VERSION"), config.socket.path.display());
+    notify::ready(&engine.summary());
+
+    serve_until_signal(&state).await;
+
+    drain(&state, &config).await;
+    rpc.stop(Duration::from_secs(5)).await;
+    let engine2 = engine.clone();
+    tokio::task::spawn_blocking(move || engine2.shutdown()).await.ok();
+    drop(state);
+    drop(engine);
+    tracing::info!("snarkd stopped");
+    Ok(())
+}
+
+async fn serve_until_signal(state: &Arc<State>) {
+    let mut hup = signal(SignalKind::hangup()).expect("install SIGHUP handler");
+    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
+    let watchdog = notify::watchdog_interval().map(|d| d / 2);
+    let mut ping = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(3600)));
+    let mut status = tokio::time::interval(Duration::from_secs(5));
+    let mut last_status = String::new();
+    loop {
+        tokio::select! {
+            _ = hup.recv() => {
+                tracing::info!("SIGHUP: reloading configuration");
+                let s = state.clone();
+                let _ = tokio::task::spawn_blocking(move || s.reload()).await;
+            }
+            _ = term.recv() => { tracing::info!("SIGTERM: draining"); return; }
+            _ = int.recv() => { tracing::info!("SIGINT: draining"); return; }
+            _ = state.shutdown.notified() => { tracing::info!("shutdown requested over RPC: draining"); return; }
+            _ = ping.tick(), if watchdog.is_some() => notify::watchdog(),
+            _ = status.tick() => {
+                let line = state.engine.summary();
+                if line != last_status {
+                    notify::status(&line);
+                    last_status = line;
+                }
+            }
+        }
+    }
+}
+
+/// Stops taking jobs, waits for in-flight ones up to `drain_timeout` (extending systemd's stop
+/// timeout meanwhile), then fails the rest. A second signal exits at once.
+async fn drain(state: &Arc<State>, config: &Config) {
+    let engine = &state.engine;
+    engine.set_draining();
+    notify::stopping(&format!("draining {} jobs", engine.in_flight()));
+    tokio::spawn(async {
+        let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
+        let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
+        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+        tracing::warn!("second signal during drain: exiting now, unfinished jobs are lost");
+        std::process::exit(1);
+    });
+    let deadline = Instant::now() + config.daemon.drain_timeout;
+    let extend = Duration::from_secs(30);
+    let mut last_extend = Instant::now() - extend;
+    while engine.in_flight() > 0 && Instant::now() < deadline {
+        if last_extend.elapsed() >= extend / 3 {
+            notify::extend_timeout(extend, &format!("draining {} jobs", engine.in_flight()));
+            last_extend = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left = engine.fail_unfinished(&format!(
+        "the daemon stopped before the job finished (drain_timeout {}); resubmit it",
+        crate::config::duration_text::format(&config.daemon.drain_timeout)
+    ));
+    if left > 0 {
+        tracing::warn!("drain timeout: failed {left} unfinished jobs");
+    }
+    // Let waiting clients receive their results before the socket closes.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+/// An [`SrsAdmin`] for builds or tests without parameter support: every lookup fails clearly.
+pub struct NoParams;
+
+impl SrsSource for NoParams {
+    fn get(&self, id: &crate::srs::CircuitId) -> Result<(Arc<crate::srs::Srs>, Duration), SnarkError> {
+        Err(SnarkError::new(ErrorCode::ParamsMissing, format!("no parameter source configured for {id}")))
+    }
+    fn resident_bytes(&self) -> u64 {
+        0
+    }
+}
+
+impl SrsAdmin for NoParams {
+    fn preload(&self, circuit: &str) -> Result<Value, SnarkError> {
+        Err(SnarkError::new(ErrorCode::ParamsMissing, format!("no parameter source configured for {circuit}")))
+    }
+    fn evict(&self, circuit: &str) -> Result<Value, SnarkError> {
+        Err(SnarkError::new(ErrorCode::NotFound, format!("{circuit} is not resident")))
+    }
+    fn status(&self) -> Value {
+        json!([])
+    }
+}
+
+/// The real proving parts for `config`: parameter files from `params.dir`, the CUDA backend per
+/// configured GPU when built in and present, and the CPU backend otherwise.
+pub fn default_parts(_config: &Config) -> DaemonParts {
+    DaemonParts {
+        backends: vec![],
+        srs: Arc::new(NoParams),
+        verifier: Arc::new(|_, _, _| Err(SnarkError::unsupported("verification is not built in"))),
+        notes: vec!["no proving backend is built in yet".into()],
+    }
+}

@@ -6,6 +6,7 @@
 //! verification → reply.
 
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod engine;

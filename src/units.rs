@@ -3,8 +3,7 @@
 use std::fmt;
 
 /// A number of bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Bytes(pub u64);
 
 impl Bytes {
@@ -55,6 +54,29 @@ impl fmt::Display for Bytes {
             write!(f, "{:.1} KiB", v as f64 / Self::KIB as f64)
         } else {
             write!(f, "{v} B")
+        }
+    }
+}
+
+/// On the wire and in config files a size is a number of bytes or text such as "4GiB".
+impl serde::Serialize for Bytes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Bytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Num(u64),
+            Text(String),
+        }
+        match <Raw as serde::Deserialize>::deserialize(d)? {
+            Raw::Num(n) => Ok(Bytes(n)),
+            Raw::Text(t) => Bytes::parse(&t)
+                .ok_or_else(|| serde::de::Error::custom(format!("{t:?} is not a size such as \"4GiB\" or 4096"))),
         }
     }
 }

@@ -68,3 +68,21 @@ pub trait Statement: Send + Sync {
     /// The public inputs the verifier uses for `partition` (without the leading ONE).
     fn public_inputs(&self, partition: usize) -> Result<Vec<Fr>, SnarkError>;
 }
+
+/// Decodes a Submit/Prove request object (without `request_id`/`priority`) into a statement.
+pub fn statement_from_json(value: serde_json::Value) -> Result<Box<dyn Statement>, SnarkError> {
+    let kind = value.get("kind").and_then(|k| k.as_str()).ok_or_else(|| {
+        SnarkError::bad_input("kind: missing; expected one of porep_c2, window_post, winning_post, snap_deals")
+    })?;
+    match ProofKind::parse(kind) {
+        Some(k) => Err(SnarkError::unsupported(format!("kind: {k} proofs are not implemented in this build"))),
+        None => Err(SnarkError::bad_input(format!(
+            "kind: unknown proof kind {kind:?}; expected one of porep_c2, window_post, winning_post, snap_deals"
+        ))),
+    }
+}
+
+/// What this build proves, for `Snark.Kinds`.
+pub fn supported() -> Vec<ProofKind> {
+    vec![]
+}

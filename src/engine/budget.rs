@@ -1,0 +1,189 @@
+//! The memory budget for witnesses: every work item reserves its estimated bytes before synthesis
+//! starts and releases them in parts as the proving stage frees each buffer, so no witness ever
+//! exists outside the budget (the rule cuzk broke when it OOMed at 668 GiB).
+
+use std::sync::{Arc, Condvar, Mutex};
+
+use serde::Serialize;
+
+use crate::error::{ErrorCode, SnarkError};
+use crate::units::Bytes;
+
+#[derive(Debug)]
+struct State {
+    limit: u64,
+    reserved: u64,
+    /// Bytes measured in use by live witnesses (reported, not enforced).
+    in_use: u64,
+    closed: bool,
+}
+
+/// A byte budget shared by the synthesis workers.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    inner: Arc<(Mutex<State>, Condvar)>,
+}
+
+/// Budget figures for `Snark.Status`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct BudgetStatus {
+    pub limit: Bytes,
+    pub reserved: Bytes,
+    pub in_use: Bytes,
+}
+
+impl Budget {
+    pub fn new(limit: Bytes) -> Budget {
+        Budget {
+            inner: Arc::new((
+                Mutex::new(State { limit: limit.get(), reserved: 0, in_use: 0, closed: false }),
+                Condvar::new(),
+            )),
+        }
+    }
+
+    pub fn limit(&self) -> Bytes {
+        Bytes(self.inner.0.lock().unwrap().limit)
+    }
+
+    /// Changes the limit (a reload); waiters re-check at once.
+    pub fn set_limit(&self, limit: Bytes) {
+        self.inner.0.lock().unwrap().limit = limit.get();
+        self.inner.1.notify_all();
+    }
+
+    pub fn status(&self) -> BudgetStatus {
+        let s = self.inner.0.lock().unwrap();
+        BudgetStatus { limit: Bytes(s.limit), reserved: Bytes(s.reserved), in_use: Bytes(s.in_use) }
+    }
+
+    /// Fails at once when `bytes` can never fit, naming both figures.
+    pub fn check_fits(&self, bytes: Bytes) -> Result<(), SnarkError> {
+        let limit = self.limit();
+        if bytes > limit {
+            return Err(SnarkError::new(
+                ErrorCode::BadInput,
+                format!(
+                    "one partition needs an estimated {bytes} of witness memory but the whole budget is {limit}; \
+                     raise memory.limit or the service's MemoryMax"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Blocks until `bytes` fit, or fails when the budget closes or `cancelled()` turns true.
+    pub fn reserve(&self, bytes: Bytes, cancelled: &dyn Fn() -> bool) -> Result<Reservation, SnarkError> {
+        self.check_fits(bytes)?;
+        let (lock, cv) = &*self.inner;
+        let mut s = lock.lock().unwrap();
+        loop {
+            if s.closed {
+                return Err(SnarkError::new(ErrorCode::Draining, "the daemon is shutting down"));
+            }
+            if cancelled() {
+                return Err(SnarkError::new(ErrorCode::Cancelled, "job cancelled"));
+            }
+            if s.reserved + bytes.get() <= s.limit {
+                s.reserved += bytes.get();
+                return Ok(Reservation { budget: self.clone(), held: bytes.get(), in_use: 0 });
+            }
+            s = cv.wait_timeout(s, std::time::Duration::from_millis(100)).unwrap().0;
+        }
+    }
+
+    /// Wakes every waiter and makes further reservations fail.
+    pub fn close(&self) {
+        self.inner.0.lock().unwrap().closed = true;
+        self.inner.1.notify_all();
+    }
+
+    fn give_back(&self, reserved: u64, in_use: u64) {
+        let mut s = self.inner.0.lock().unwrap();
+        s.reserved -= reserved;
+        s.in_use -= in_use;
+        drop(s);
+        self.inner.1.notify_all();
+    }
+}
+
+/// Bytes held for one work item; whatever is left is returned on drop.
+#[derive(Debug)]
+pub struct Reservation {
+    budget: Budget,
+    held: u64,
+    in_use: u64,
+}
+
+impl Reservation {
+    pub fn held(&self) -> Bytes {
+        Bytes(self.held)
+    }
+
+    /// Records the measured size of the witness now alive.
+    pub fn set_in_use(&mut self, bytes: Bytes) {
+        let mut s = self.budget.inner.0.lock().unwrap();
+        s.in_use = s.in_use - self.in_use + bytes.get();
+        self.in_use = bytes.get();
+    }
+
+    /// Returns `bytes` (capped at what is held) once their buffer has been freed.
+    pub fn release(&mut self, bytes: u64) {
+        let r = bytes.min(self.held);
+        let u = bytes.min(self.in_use);
+        self.held -= r;
+        self.in_use -= u;
+        self.budget.give_back(r, u);
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.held > 0 || self.in_use > 0 {
+            self.budget.give_back(self.held, self.in_use);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_release_and_drop_return_bytes() {
+        let b = Budget::new(Bytes(100));
+        let mut r = b.reserve(Bytes(60), &|| false).unwrap();
+        assert_eq!(b.status().reserved, Bytes(60));
+        r.release(20);
+        assert_eq!(b.status().reserved, Bytes(40));
+        drop(r);
+        assert_eq!(b.status().reserved, Bytes(0));
+    }
+
+    #[test]
+    fn too_big_fails_naming_both_figures() {
+        let b = Budget::new(Bytes(1024));
+        let e = b.reserve(Bytes(4096), &|| false).unwrap_err();
+        assert!(e.message.contains("4.0 KiB") && e.message.contains("1.0 KiB"), "{}", e.message);
+    }
+
+    #[test]
+    fn waits_until_bytes_fit() {
+        let b = Budget::new(Bytes(100));
+        let r = b.reserve(Bytes(80), &|| false).unwrap();
+        let b2 = b.clone();
+        let t = std::thread::spawn(move || b2.reserve(Bytes(50), &|| false).map(|r| r.held()));
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        assert_eq!(b.status().reserved, Bytes(80), "second reservation must wait");
+        drop(r);
+        assert_eq!(t.join().unwrap().unwrap(), Bytes(50));
+    }
+
+    #[test]
+    fn cancelled_waiter_gives_up() {
+        let b = Budget::new(Bytes(10));
+        let _r = b.reserve(Bytes(10), &|| false).unwrap();
+        let e = b.reserve(Bytes(5), &|| true).unwrap_err();
+        assert_eq!(e.code, ErrorCode::Cancelled);
+    }
+}
