@@ -167,6 +167,12 @@ pub enum CtlCommand {
     Preload { circuit: String },
     /// Drop a circuit's resident parameters
     Evict { circuit: String },
+    /// Write the man pages snarkd(8), snarkctl(1) and snarkd.toml(5), generated from this code
+    Man {
+        /// Directory to write the pages into
+        #[arg(long, default_value = "man")]
+        out: PathBuf,
+    },
 }
 
 /// A proof request: a JSON request file, a raw C1 output, or Curio's C1 wrapper file.

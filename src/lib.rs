@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod gpu;
 pub mod groth16;
+pub mod man;
 pub mod proofs;
 pub mod rpc;
 pub mod srs;

@@ -81,6 +81,11 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
             let v = call(&client, "Preload", vec![json!(circuit)]).await?;
             show(&v, &|v| format!("resident: {v}"));
         }
+        CtlCommand::Man { out } => {
+            for path in snarkd::man::write_all(&out)? {
+                println!("wrote {}", path.display());
+            }
+        }
         CtlCommand::Evict { circuit } => {
             let v = call(&client, "Evict", vec![json!(circuit)]).await?;
             show(&v, &|v| format!("evicted: {v}"));
