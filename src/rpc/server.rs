@@ -283,20 +283,42 @@ fn connection_service(
             if !path_ok {
                 return Ok(http_response(404, "text/plain", format!("not found; JSON-RPC is served at {}\n", super::RPC_PATHS.join(" and "))));
             }
+            let declared = req
+                .headers()
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            if declared.is_some_and(|n| n > max_request) {
+                // Read and discard the body (bounded) so the client is not cut off mid-write
+                // and can read the error instead of a broken pipe.
+                let mut body = req.into_body();
+                let mut seen = 0u64;
+                while let Some(frame) = body.frame().await {
+                    seen += frame.ok().and_then(|f| f.into_data().ok()).map_or(0, |d| d.len() as u64);
+                    if seen > DRAIN_CAP {
+                        break;
+                    }
+                }
+                return Ok(too_large(max_request));
+            }
             let resp = svc.call(req).await?;
             if resp.status() == http::StatusCode::PAYLOAD_TOO_LARGE {
                 let _ = resp.into_body().collect().await;
-                return Ok(json_response(
-                    200,
-                    error_body(
-                        ErrorCode::BadInput,
-                        &format!("request body exceeds socket.max_request_bytes ({max_request} bytes)"),
-                    ),
-                ));
+                return Ok(too_large(max_request));
             }
             Ok(resp)
         }
     })
+}
+
+/// The most an over-size body is read (and discarded) before the error goes out.
+const DRAIN_CAP: u64 = 4 << 30;
+
+fn too_large(max_request: u64) -> HttpResponse {
+    json_response(
+        200,
+        error_body(ErrorCode::BadInput, &format!("request body exceeds socket.max_request_bytes ({max_request} bytes)")),
+    )
 }
 
 /// Answers every request on an over-limit connection with a JSON-RPC error, then closes it.

@@ -1,0 +1,297 @@
+//! The daemon issue's acceptance: transport, go-jsonrpc dialect, notify lifecycle, reload,
+//! config errors, access control, socket permissions.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+
+use super::harness::{block_on, config_text, Daemon, SNARKD};
+use snarkd::error::ErrorCode;
+
+#[test]
+fn version_over_http_post_with_positional_params_and_meta() {
+    let d = Daemon::start("");
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "Snark.Version", "params": [], "meta": {"SpanContext": "AAAA"}});
+    for path in ["/rpc/v0", "/"] {
+        let (status, bytes) = block_on(d.client().post_raw(path, body.to_string().into_bytes())).unwrap();
+        assert_eq!(status, 200, "{path}");
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["result"]["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(v["result"]["api"], "v0");
+    }
+    let (status, _) = block_on(d.client().post_raw("/other", body.to_string().into_bytes())).unwrap();
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn version_over_websocket() {
+    use futures_util::{SinkExt, StreamExt};
+    let d = Daemon::start("");
+    block_on(async {
+        let stream = tokio::net::UnixStream::connect(&d.socket).await.unwrap();
+        let (mut ws, _) = tokio_tungstenite::client_async("ws://snarkd/rpc/v0", stream).await.expect("websocket handshake");
+        let req = json!({"jsonrpc": "2.0", "id": 1, "method": "Snark.Version", "params": []});
+        ws.send(tokio_tungstenite::tungstenite::Message::Text(req.to_string().into())).await.unwrap();
+        let msg = ws.next().await.unwrap().unwrap();
+        let v: Value = serde_json::from_str(msg.to_text().unwrap()).unwrap();
+        assert_eq!(v["result"]["version"], env!("CARGO_PKG_VERSION"));
+    });
+}
+
+#[test]
+fn version_via_snarkctl_human_and_json() {
+    let d = Daemon::start("");
+    let out = d.ctl(&["version"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
+    let out = d.ctl(&["--json", "version"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["api"], "v0");
+    // A dead socket makes snarkctl fail, not hang or succeed.
+    let out = std::process::Command::new(super::harness::SNARKCTL)
+        .args(["--socket", "/nonexistent/snarkd.sock", "version"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/snarkd.sock"));
+}
+
+#[test]
+fn notify_ready_reload_stopping_and_clean_exit() {
+    let mut d = Daemon::spawn("", |_| {});
+    d.notify.wait_for("READY=1", Duration::from_secs(60));
+    // READY=1 only after the socket accepts connections.
+    std::os::unix::net::UnixStream::connect(&d.socket).expect("socket accepts once READY=1 was sent");
+    assert!(d.notify.seen.iter().all(|m| !m.contains("STOPPING")));
+
+    d.signal(Signal::SIGHUP);
+    let reloading = d.notify.wait_for("RELOADING=1", Duration::from_secs(30));
+    assert!(
+        reloading.lines().any(|l| l.starts_with("MONOTONIC_USEC=") && l[15..].parse::<u64>().is_ok()),
+        "RELOADING=1 must travel with MONOTONIC_USEC in one datagram: {reloading:?}"
+    );
+    d.notify.wait_for("READY=1", Duration::from_secs(30));
+
+    d.signal(Signal::SIGTERM);
+    d.notify.wait_for("STOPPING=1", Duration::from_secs(30));
+    let status = d.wait_exit(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", d.log_text());
+    assert!(!d.socket.exists(), "socket file must be removed on exit");
+}
+
+#[test]
+fn status_lines_are_sent() {
+    let mut d = Daemon::start("");
+    let ready = d.notify.seen.last().unwrap().clone();
+    assert!(ready.lines().any(|l| l.starts_with("STATUS=") && l.contains("queued")), "{ready:?}");
+    d.signal(Signal::SIGTERM);
+    d.wait_exit(Duration::from_secs(60));
+}
+
+#[test]
+fn bad_config_exits_78_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("bad.toml");
+    std::fs::write(&cfg, "[socket]\npaht = \"/tmp/x.sock\"\n").unwrap();
+    let out = std::process::Command::new(SNARKD).arg("--config").arg(&cfg).output().unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("paht") && err.contains("bad.toml"), "{err}");
+
+    std::fs::write(&cfg, "[queue]\njob_retention = \"forever\"\n").unwrap();
+    let out = std::process::Command::new(SNARKD).arg("--config").arg(&cfg).arg("check-config").output().unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("queue.job_retention"));
+
+    let out = std::process::Command::new(SNARKD).args(["--config", "/nonexistent/snarkd.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(78));
+
+    // Environment overrides are validated too.
+    std::fs::write(&cfg, "").unwrap();
+    let out = std::process::Command::new(SNARKD)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("check-config")
+        .env("SNARKD_SOCKET__MAX_CONNECTIONS", "lots")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("socket.max_connections"));
+}
+
+#[test]
+fn check_config_prints_effective_config_with_layers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("snarkd.toml");
+    std::fs::write(&cfg, "[queue]\nporep_c2 = 3\n[log]\nlevel = \"debug\"\n").unwrap();
+    let out = std::process::Command::new(SNARKD)
+        .arg("--config")
+        .arg(&cfg)
+        .args(["--log-level", "warn", "check-config"])
+        .env("SNARKD_QUEUE__WINDOW_POST", "5")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let c: snarkd::config::Config = toml::from_str(
+        &String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n"),
+    )
+    .unwrap();
+    assert_eq!(c.queue.porep_c2, 3, "file layer");
+    assert_eq!(c.queue.window_post, 5, "env layer");
+    assert_eq!(c.log.level, "warn", "flag beats file");
+}
+
+#[test]
+fn bad_config_on_sighup_and_reload_rpc_keeps_the_old_one() {
+    let mut d = Daemon::start("[queue]\nporep_c2 = 7\n");
+    let good = std::fs::read_to_string(&d.config).unwrap();
+    std::fs::write(&d.config, format!("{good}\n[bogus]\nkey = 1\n")).unwrap();
+
+    d.signal(Signal::SIGHUP);
+    d.notify.wait_for("RELOADING=1", Duration::from_secs(30));
+    d.notify.wait_for("READY=1", Duration::from_secs(30));
+    let status = block_on(d.client().call("Status", vec![])).expect("still serving after a bad reload");
+    assert!(status["engine"]["queues"].as_array().unwrap().iter().any(|q| q["kind"] == "porep_c2" && q["limit"] == 7));
+
+    let err = block_on(d.client().call("Reload", vec![])).unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::BadInput.code()));
+    assert!(err.to_string().contains("bogus"), "{err}");
+    let out = d.ctl(&["reload"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"));
+
+    // A good config applies live keys and reports restart-only ones.
+    std::fs::write(&d.config, format!("{good}\n[proving]\nverify = false\n").replace("porep_c2 = 7", "porep_c2 = 9")).unwrap();
+    let r = block_on(d.client().call("Reload", vec![])).unwrap();
+    assert!(r["applied"].as_array().unwrap().contains(&json!("queue.porep_c2")), "{r}");
+    let status = block_on(d.client().call("Status", vec![])).unwrap();
+    assert!(status["engine"]["queues"].as_array().unwrap().iter().any(|q| q["kind"] == "porep_c2" && q["limit"] == 9));
+    let moved = d.config.to_string_lossy().replace("snarkd.toml", "other.sock");
+    std::fs::write(&d.config, config_text(std::path::Path::new(&moved), "")).unwrap();
+    let r = block_on(d.client().call("Reload", vec![])).unwrap();
+    assert!(r["restart_required"].as_array().unwrap().contains(&json!("socket.path")), "{r}");
+    assert!(block_on(d.client().call("Version", vec![])).is_ok(), "socket stays where it was until restart");
+    d.signal(Signal::SIGTERM);
+    assert_eq!(d.wait_exit(Duration::from_secs(60)).code(), Some(0));
+}
+
+/// Starts snarkd on a config whose [socket] section gets `socket_lines`, in a directory others
+/// can traverse, and waits until the socket accepts.
+fn start_custom_socket(socket_lines: &str) -> (std::process::Child, tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let socket = dir.path().join("s/snarkd.sock");
+    let text = config_text(&socket, "").replace("[socket]\n", &format!("[socket]\n{socket_lines}"));
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let log = dir.path().join("log");
+    let child = std::process::Command::new(SNARKD)
+        .arg("--config")
+        .arg(&cfg)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(std::time::Instant::now() < deadline, "socket never accepted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, dir, socket, log)
+}
+
+#[test]
+fn socket_mode_and_group_follow_config() {
+    let (mut child, _dir, socket, _) = start_custom_socket("mode = \"0640\"\ngroup = \"65534\"\n");
+    let meta = std::fs::metadata(&socket).expect("socket created");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o640);
+    assert_eq!(meta.gid(), 65534);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn peer_not_on_allow_list_gets_permission_denied() {
+    // A world-connectable socket, so the refusal comes from snarkd's SO_PEERCRED check.
+    let (mut child, dir, socket, log) = start_custom_socket("mode = \"0666\"\n");
+    std::fs::set_permissions(socket.parent().unwrap(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", super::harness::SNARKCTL, "--socket"])
+        .arg(&socket)
+        .arg("version")
+        .output()
+        .expect("setpriv (util-linux) is installed");
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("permission_denied ({})", ErrorCode::PermissionDenied.code())), "{err}");
+    assert!(block_on(snarkd::client::Client::new(&socket).call("Version", vec![])).is_ok(), "root stays allowed");
+    let _ = child.kill();
+    let _ = child.wait();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("uid 65534") && logged.contains("pid "), "{logged}");
+    drop(dir);
+}
+
+#[test]
+fn second_daemon_on_a_live_socket_refuses_and_stale_socket_is_replaced() {
+    let d = Daemon::start("");
+    let out = std::process::Command::new(SNARKD).arg("--config").arg(&d.config).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already serving"), "{out:?}");
+    assert!(block_on(d.client().call("Version", vec![])).is_ok(), "first daemon unharmed");
+    let config = d.config.clone();
+    let socket = d.socket.clone();
+    let dir = d.dir.path().to_path_buf();
+    // kill -9 leaves a stale socket behind; the next start removes it and serves.
+    let mut d = d;
+    d.signal(Signal::SIGKILL);
+    let _ = d.child.wait();
+    assert!(socket.exists());
+    let keep = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
+    std::mem::forget(keep);
+    let mut notify = super::harness::Notifier::bind(&tempfile::tempdir().unwrap().keep());
+    let mut child = std::process::Command::new(SNARKD)
+        .arg("--config")
+        .arg(&config)
+        .env("NOTIFY_SOCKET", &notify.path)
+        .stderr(std::fs::File::create(dir.join("log2")).unwrap())
+        .spawn()
+        .unwrap();
+    notify.wait_for("READY=1", Duration::from_secs(60));
+    assert!(block_on(snarkd::client::Client::new(&socket).call("Version", vec![])).is_ok());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn oversized_request_gets_a_json_rpc_error() {
+    let d = Daemon::start("");
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "Snark.Submit", "params": [{"kind": "porep_c2", "c1_output": "A".repeat(300 << 20)}]});
+    let (status, bytes) = block_on(d.client().post_raw("/rpc/v0", big.to_string().into_bytes())).unwrap();
+    assert_eq!(status, 200);
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["error"]["code"], ErrorCode::BadInput.code(), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("max_request_bytes"));
+    assert!(block_on(d.client().call("Version", vec![])).is_ok(), "daemon keeps serving");
+}
+
+#[test]
+fn malformed_and_unknown_requests_get_codes() {
+    let d = Daemon::start("");
+    let c = d.client();
+    let e = block_on(c.call("Submit", vec![json!({"kind": "teleport"})])).unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::BadInput.code()));
+    assert!(e.to_string().contains("kind"));
+    let e = block_on(c.call("Submit", vec![json!("not an object")])).unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::BadInput.code()));
+    let e = block_on(c.call("Job", vec![json!("0123")])).unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::NotFound.code()));
+    let e = block_on(c.call("Await", vec![json!("0123"), json!(10)])).unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::NotFound.code()));
+    let (status, bytes) = block_on(c.post_raw("/rpc/v0", b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":".to_vec())).unwrap();
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["error"]["code"], -32700, "truncated JSON is a parse error (HTTP {status})");
+    assert!(block_on(c.call("Version", vec![])).is_ok());
+}

@@ -1,0 +1,5 @@
+//! All integration tests, compiled into one binary (ripgrep's habit): each module drives the real
+//! `snarkd`/`snarkctl` binaries through the harness.
+
+mod daemon;
+mod harness;
