@@ -270,7 +270,7 @@ fn resident_srs_loads_once_under_concurrency() {
     assert!(resident.status().is_empty());
 
     let missing = CircuitId("not-there".into());
-    assert_eq!(resident.get_or_load(&missing).unwrap_err().code, ErrorCode::ParamsMissing);
+    assert_eq!(resident.get_or_load(&missing).err().unwrap().code, ErrorCode::ParamsMissing);
     assert!(resident.preload(&[id()]).is_ok());
     assert_eq!(resident.status().len(), 1);
 }
