@@ -120,15 +120,24 @@ fn shaped_params(w: &Witness, rng: &mut StdRng) -> Parameters<Bls12> {
         vk,
         h: Arc::new(points(m - 1, g1 * Fr::from(23u64))),
         l: Arc::new(points(w.aux.len(), g1 * Fr::from(29u64))),
-        a: Arc::new(points(w.input.len() + w.a_aux_density.count_ones(), g1 * Fr::from(31u64))),
+        a: Arc::new(points(
+            w.input.len() + w.a_aux_density.count_ones(),
+            g1 * Fr::from(31u64),
+        )),
         b_g1: Arc::new(points(b, g1 * Fr::from(37u64))),
         b_g2: Arc::new(points(b, g2 * Fr::from(41u64))),
     }
 }
 
 fn main() {
-    let log: u32 = std::env::var("SNARKD_BENCH_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(18);
-    let runs: usize = std::env::var("SNARKD_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let log: u32 = std::env::var("SNARKD_BENCH_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(18);
+    let runs: usize = std::env::var("SNARKD_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
     // 2n + n/32 + 2 constraints fill most of a 2^log domain
     let n = ((1usize << log) - 16) * 32 / 65;
     let circuit = Bits { n };
@@ -159,7 +168,11 @@ fn main() {
     let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
     let (ours, _) = CpuBackend.prove_with_randomness(w, &srs, r, s, &|_| {}).unwrap();
     let theirs = create_proof(circuit.clone(), &params, r, s).unwrap();
-    assert_eq!(proof_to_bytes(&ours), proof_to_bytes(&theirs), "snarkd and bellperson disagree");
+    assert_eq!(
+        proof_to_bytes(&ours),
+        proof_to_bytes(&theirs),
+        "snarkd and bellperson disagree"
+    );
 
     let mut ours_best = Duration::MAX;
     let mut theirs_best = Duration::MAX;

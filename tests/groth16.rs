@@ -39,8 +39,11 @@ impl Circuit<Fr> for Mixed {
     fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         let mut rng = StdRng::seed_from_u64(self.seed);
         let xv: Vec<Fr> = (0..3).map(|_| Fr::random(&mut rng)).collect();
-        let x: Vec<Variable> =
-            xv.iter().enumerate().map(|(i, v)| cs.alloc_input(|| format!("x{i}"), || Ok(*v))).collect::<Result<_, _>>()?;
+        let x: Vec<Variable> = xv
+            .iter()
+            .enumerate()
+            .map(|(i, v)| cs.alloc_input(|| format!("x{i}"), || Ok(*v)))
+            .collect::<Result<_, _>>()?;
 
         // 64 booleans packed into one word
         let bits: Vec<bool> = (0..64).map(|_| rng.gen()).collect();
@@ -88,7 +91,12 @@ impl Circuit<Fr> for Mixed {
             acc_v = next_v;
         }
         // a zero coefficient is no term at all
-        cs.enforce(|| "zero", |lc| lc + (Fr::ZERO, acc) + CS::one(), |lc| lc + CS::one(), |lc| lc + CS::one());
+        cs.enforce(
+            || "zero",
+            |lc| lc + (Fr::ZERO, acc) + CS::one(),
+            |lc| lc + CS::one(),
+            |lc| lc + CS::one(),
+        );
 
         // y = x0² + 5 as a public output, synthesized on its own when the system allows it, the way
         // FallbackPoSt synthesizes sector chunks
@@ -97,7 +105,12 @@ impl Circuit<Fr> for Mixed {
             let sq = cs.alloc(|| "sq", || Ok(xv[0].square()))?;
             let y = cs.alloc_input(|| "y", || Ok(xv[0].square() + Fr::from(5u64)))?;
             cs.enforce(|| "sq", |lc| lc + x0, |lc| lc + x0, |lc| lc + sq);
-            cs.enforce(|| "y", |lc| lc + sq + (Fr::from(5u64), CS::Root::one()), |lc| lc + CS::Root::one(), |lc| lc + y);
+            cs.enforce(
+                || "y",
+                |lc| lc + sq + (Fr::from(5u64), CS::Root::one()),
+                |lc| lc + CS::Root::one(),
+                |lc| lc + y,
+            );
             Ok(())
         };
         if CS::Root::is_extensible() {
@@ -151,11 +164,19 @@ fn cpu_proof_equals_bellperson_and_verifies() {
         released.fetch_add(b, Ordering::SeqCst);
     };
     let (ours, timings) = CpuBackend.prove_with_randomness(witness, &srs, r, s, &release).unwrap();
-    assert_eq!(released.load(Ordering::SeqCst), witness_bytes, "every witness byte is released");
+    assert_eq!(
+        released.load(Ordering::SeqCst),
+        witness_bytes,
+        "every witness byte is released"
+    );
     assert!(timings.total >= timings.ntt + timings.msm);
 
     let theirs = create_proof(circuit.clone(), &params, r, s).unwrap();
-    assert_eq!(proof_to_bytes(&ours), proof_to_bytes(&theirs), "same proof as bellperson for the same r, s");
+    assert_eq!(
+        proof_to_bytes(&ours),
+        proof_to_bytes(&theirs),
+        "same proof as bellperson for the same r, s"
+    );
     assert!(verify_proof(&prepare_verifying_key(&params.vk), &ours, &inputs).unwrap());
     assert!(verify(&srs.pvk, &ours, &inputs).unwrap());
 
@@ -166,7 +187,10 @@ fn cpu_proof_equals_bellperson_and_verifies() {
     let mut wrong = inputs.clone();
     wrong[3] += Fr::ONE;
     assert!(!verify(&srs.pvk, &fresh, &wrong).unwrap());
-    assert_eq!(verify(&srs.pvk, &fresh, &inputs[..2]).unwrap_err().code, ErrorCode::VerificationFailed);
+    assert_eq!(
+        verify(&srs.pvk, &fresh, &inputs[..2]).unwrap_err().code,
+        ErrorCode::VerificationFailed
+    );
 }
 
 #[test]
@@ -198,10 +222,20 @@ fn damaged_params_are_errors() {
     let good = std::fs::read(&path).unwrap();
     let expect_corrupt = |bytes: &[u8], check: PointCheck, what: &str| {
         std::fs::write(&path, bytes).unwrap();
-        let err = load(dir.path(), &id(), check).err().unwrap_or_else(|| panic!("{what}: loaded"));
+        let err = load(dir.path(), &id(), check)
+            .err()
+            .unwrap_or_else(|| panic!("{what}: loaded"));
         assert_eq!(err.code, ErrorCode::ParamsMissing, "{what}");
-        assert!(err.message.contains("corrupt") && err.message.contains("offset"), "{what}: {}", err.message);
-        assert!(err.message.contains(&path.display().to_string()), "{what}: {}", err.message);
+        assert!(
+            err.message.contains("corrupt") && err.message.contains("offset"),
+            "{what}: {}",
+            err.message
+        );
+        assert!(
+            err.message.contains(&path.display().to_string()),
+            "{what}: {}",
+            err.message
+        );
     };
     for cut in [10, 700, good.len() / 2, good.len() - 1] {
         expect_corrupt(&good[..cut], PointCheck::None, &format!("truncated at {cut}"));
@@ -229,7 +263,11 @@ fn damaged_params_are_errors() {
     let err = load(dir.path(), &id(), PointCheck::Full).err().unwrap();
     assert_eq!(err.code, ErrorCode::ParamsMissing);
     assert!(err.message.contains(&path.display().to_string()), "{}", err.message);
-    assert!(err.message.contains("snarkctl params generate --sector-size 2KiB"), "{}", err.message);
+    assert!(
+        err.message.contains("snarkctl params generate --sector-size 2KiB"),
+        "{}",
+        err.message
+    );
     assert!(err.message.contains("curio fetch-params"), "{}", err.message);
 }
 
@@ -237,7 +275,10 @@ fn damaged_params_are_errors() {
 fn vk_file_must_match_params() {
     let (dir, _) = setup();
     let other = generate_random_parameters::<Bls12, _, _>(Mixed { seed: 1 }, &mut StdRng::seed_from_u64(43)).unwrap();
-    other.vk.write(std::fs::File::create(dir.path().join(id().vk_file())).unwrap()).unwrap();
+    other
+        .vk
+        .write(std::fs::File::create(dir.path().join(id().vk_file())).unwrap())
+        .unwrap();
     let err = load(dir.path(), &id(), PointCheck::None).err().unwrap();
     assert_eq!(err.code, ErrorCode::ParamsMissing);
     assert!(err.message.contains("does not match"), "{}", err.message);
@@ -254,7 +295,10 @@ fn resident_srs_loads_once_under_concurrency() {
         })
         .collect();
     let got: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    assert!(got.iter().all(|(srs, _)| Arc::ptr_eq(srs, &got[0].0)), "one shared copy");
+    assert!(
+        got.iter().all(|(srs, _)| Arc::ptr_eq(srs, &got[0].0)),
+        "one shared copy"
+    );
     assert_eq!(got.iter().filter(|(_, t)| !t.is_zero()).count(), 1, "exactly one load");
 
     let status = resident.status();
@@ -270,7 +314,10 @@ fn resident_srs_loads_once_under_concurrency() {
     assert!(resident.status().is_empty());
 
     let missing = CircuitId("not-there".into());
-    assert_eq!(resident.get_or_load(&missing).err().unwrap().code, ErrorCode::ParamsMissing);
+    assert_eq!(
+        resident.get_or_load(&missing).err().unwrap().code,
+        ErrorCode::ParamsMissing
+    );
     assert!(resident.preload(&[id()]).is_ok());
     assert_eq!(resident.status().len(), 1);
 }

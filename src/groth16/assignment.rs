@@ -122,7 +122,13 @@ impl ConstraintSystem<Fr> for WitnessCs {
         let (input, aux) = (&w.input[..], &w.aux[..]);
         // Inputs are fully dense in A (the closing x_i · 0 = 0 constraints), so only aux is tracked
         // there; C has no query of its own and tracks nothing.
-        let av = eval(&a(LinearCombination::zero()), input, aux, None, Some(&mut w.a_aux_density));
+        let av = eval(
+            &a(LinearCombination::zero()),
+            input,
+            aux,
+            None,
+            Some(&mut w.a_aux_density),
+        );
         let bv = eval(
             &b(LinearCombination::zero()),
             input,
@@ -199,12 +205,7 @@ mod tests {
             let bit = cs.alloc(|| "bit", || Ok(Fr::ONE))?;
             cs.enforce(|| "mul", |lc| lc + x, |lc| lc + y, |lc| lc + z);
             // bit · (1 − bit) = 0, with a term on y whose coefficients cancel to zero
-            cs.enforce(
-                || "bool",
-                |lc| lc + bit + y - y,
-                |lc| lc + CS::one() - bit,
-                |lc| lc,
-            );
+            cs.enforce(|| "bool", |lc| lc + bit + y - y, |lc| lc + CS::one() - bit, |lc| lc);
             Ok(())
         }
     }
@@ -215,7 +216,10 @@ mod tests {
         assert_eq!(w.input, vec![Fr::ONE, Fr::from(3u64), Fr::from(15u64)]);
         assert_eq!(w.aux, vec![Fr::from(5u64), Fr::ONE]);
         // two circuit constraints, then one per input
-        assert_eq!(w.a, vec![Fr::from(3u64), Fr::ONE, Fr::ONE, Fr::from(3u64), Fr::from(15u64)]);
+        assert_eq!(
+            w.a,
+            vec![Fr::from(3u64), Fr::ONE, Fr::ONE, Fr::from(3u64), Fr::from(15u64)]
+        );
         assert_eq!(w.b, vec![Fr::from(5u64), Fr::ZERO, Fr::ZERO, Fr::ZERO, Fr::ZERO]);
         assert_eq!(w.c, vec![Fr::from(15u64), Fr::ZERO, Fr::ZERO, Fr::ZERO, Fr::ZERO]);
         // y's coefficient in the second A merged to zero: only `bit` is marked there

@@ -44,7 +44,16 @@ impl CpuBackend {
         let start = Instant::now();
         check_shape(&witness, srs)?;
         let total_bytes = witness.bytes();
-        let Witness { a, b, c, input, aux, a_aux_density, b_input_density, b_aux_density } = witness;
+        let Witness {
+            a,
+            b,
+            c,
+            input,
+            aux,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        } = witness;
         let abc_bytes = ((a.len() + b.len() + c.len()) * std::mem::size_of::<Fr>()) as u64;
 
         let h = compute_h(a, b, c)?;
@@ -58,17 +67,22 @@ impl CpuBackend {
         let (a_inputs, a_aux) = srs.a.split_at(input.len());
         let a = g1_msm(a_inputs, &input, None) + g1_msm(a_aux, &aux, Some(&a_aux_density));
         let (b1_inputs, b1_aux) = srs.b_g1.split_at(b_input_density.count_ones());
-        let b_g1 = g1_msm(b1_inputs, &input, Some(&b_input_density))
-            + g1_msm(b1_aux, &aux, Some(&b_aux_density));
+        let b_g1 = g1_msm(b1_inputs, &input, Some(&b_input_density)) + g1_msm(b1_aux, &aux, Some(&b_aux_density));
         let (b2_inputs, b2_aux) = srs.b_g2.split_at(b_input_density.count_ones());
-        let b_g2 = g2_msm(b2_inputs, &input, Some(&b_input_density))
-            + g2_msm(b2_aux, &aux, Some(&b_aux_density));
+        let b_g2 = g2_msm(b2_inputs, &input, Some(&b_input_density)) + g2_msm(b2_aux, &aux, Some(&b_aux_density));
         drop((input, aux, a_aux_density, b_input_density, b_aux_density));
         release(total_bytes - abc_bytes);
         let msm = msm_start.elapsed();
 
         let proof = assemble(&srs.vk, &MsmSums { h, l, a, b_g1, b_g2 }, r, s)?;
-        Ok((proof, ProveTimings { ntt, msm, total: start.elapsed() }))
+        Ok((
+            proof,
+            ProveTimings {
+                ntt,
+                msm,
+                total: start.elapsed(),
+            },
+        ))
     }
 }
 
@@ -274,16 +288,25 @@ mod tests {
                 }
             }
             let all: Vec<G1Affine> = (0..n).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
-            assert_eq!(g1_msm(&all, &scalars, None), naive(&all, &scalars, None), "dense, n = {n}");
+            assert_eq!(
+                g1_msm(&all, &scalars, None),
+                naive(&all, &scalars, None),
+                "dense, n = {n}"
+            );
             let some = &all[..density.count_ones()];
             assert_eq!(
                 g1_msm(some, &scalars, Some(&density)),
                 naive(some, &scalars, Some(&density)),
                 "with density, n = {n}"
             );
-            let g2: Vec<G2Affine> = (0..n.min(200)).map(|_| G2Projective::random(&mut rng).to_affine()).collect();
+            let g2: Vec<G2Affine> = (0..n.min(200))
+                .map(|_| G2Projective::random(&mut rng).to_affine())
+                .collect();
             let s2 = &scalars[..g2.len()];
-            let want = g2.iter().zip(s2).fold(G2Projective::identity(), |acc, (p, s)| acc + *p * s);
+            let want = g2
+                .iter()
+                .zip(s2)
+                .fold(G2Projective::identity(), |acc, (p, s)| acc + *p * s);
             assert_eq!(g2_msm(&g2, s2, None), want, "g2, n = {n}");
         }
     }

@@ -39,6 +39,11 @@ impl Domain {
     /// The smallest domain holding `len` evaluations, as bellperson's `EvaluationDomain::from_coeffs`
     /// picks it.
     pub fn for_len(len: usize) -> Result<Domain, BackendError> {
+        Ok(Domain::new(Self::log_size_for(len)?))
+    }
+
+    /// log2 of the size `for_len` would pick, without building the twiddle table.
+    pub fn log_size_for(len: usize) -> Result<u32, BackendError> {
         let log_n = len.max(1).next_power_of_two().trailing_zeros();
         if log_n >= Fr::S {
             return Err(BackendError::Shape(format!(
@@ -46,7 +51,7 @@ impl Domain {
                 Fr::S - 1
             )));
         }
-        Ok(Domain::new(log_n))
+        Ok(log_n)
     }
 
     /// The domain of size 2^log_n; log_n must be below Fr::S.
@@ -110,7 +115,10 @@ impl Domain {
     /// Gentleman–Sande transform: natural order in, bit-reversed order out, no 1/n scaling.
     pub fn dif(&self, a: &mut [Fr], dir: Direction) {
         assert_eq!(a.len(), self.size(), "transform length must equal the domain size");
-        let tw = Twiddles { table: &self.twiddles, inverse: dir == Direction::Inverse };
+        let tw = Twiddles {
+            table: &self.twiddles,
+            inverse: dir == Direction::Inverse,
+        };
         let chunk_log = CHUNK_LOG.min(self.log_n);
         for log_len in (chunk_log + 1..=self.log_n).rev() {
             self.wide_stage(a, log_len, &tw, dif_butterflies);
@@ -125,7 +133,10 @@ impl Domain {
     /// Cooley–Tukey transform: bit-reversed order in, natural order out, no 1/n scaling.
     pub fn dit(&self, a: &mut [Fr], dir: Direction) {
         assert_eq!(a.len(), self.size(), "transform length must equal the domain size");
-        let tw = Twiddles { table: &self.twiddles, inverse: dir == Direction::Inverse };
+        let tw = Twiddles {
+            table: &self.twiddles,
+            inverse: dir == Direction::Inverse,
+        };
         let chunk_log = CHUNK_LOG.min(self.log_n);
         a.par_chunks_mut(1 << chunk_log).for_each(|chunk| {
             for log_len in 1..=chunk_log {
@@ -225,7 +236,8 @@ pub fn distribute_powers(a: &mut [Fr], g: Fr, start: Fr) {
 
 /// `a[i] *= k` for all i.
 pub fn scale(a: &mut [Fr], k: Fr) {
-    a.par_chunks_mut(PAR_MIN).for_each(|chunk| chunk.iter_mut().for_each(|v| *v *= k));
+    a.par_chunks_mut(PAR_MIN)
+        .for_each(|chunk| chunk.iter_mut().for_each(|v| *v *= k));
 }
 
 /// Permutes `a` (length a power of two) into bit-reversed index order, in place and in parallel.
@@ -264,8 +276,8 @@ impl SharedSlice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
     use rand::rngs::StdRng;
+    use rand::SeedableRng;
 
     fn random(n: usize, seed: u64) -> Vec<Fr> {
         let mut rng = StdRng::seed_from_u64(seed);

@@ -28,14 +28,18 @@ pub fn check_shape(w: &Witness, srs: &Srs) -> Result<(), BackendError> {
     let n = w.a.len();
     shape("b evaluations", w.b.len(), n)?;
     shape("c evaluations", w.c.len(), n)?;
-    let m = Domain::for_len(n)?.size();
+    let m = 1usize << Domain::log_size_for(n)?;
     shape("h query points (domain size − 1)", m - 1, srs.h.len())?;
     shape("public inputs (with ONE)", w.input.len(), srs.vk.ic.len())?;
     shape("aux variables", w.aux.len(), srs.l.len())?;
     shape("A aux density bits", w.a_aux_density.len(), w.aux.len())?;
     shape("B input density bits", w.b_input_density.len(), w.input.len())?;
     shape("B aux density bits", w.b_aux_density.len(), w.aux.len())?;
-    shape("A query points", w.input.len() + w.a_aux_density.count_ones(), srs.a.len())?;
+    shape(
+        "A query points",
+        w.input.len() + w.a_aux_density.count_ones(),
+        srs.a.len(),
+    )?;
     let b = w.b_input_density.count_ones() + w.b_aux_density.count_ones();
     shape("B G1 query points", b, srs.b_g1.len())?;
     shape("B G2 query points", b, srs.b_g2.len())?;
@@ -63,9 +67,13 @@ pub fn compute_h(mut a: Vec<Fr>, mut b: Vec<Fr>, mut c: Vec<Fr>) -> Result<Vec<F
         domain.dif(p, Direction::Forward);
     });
     let z_inv = domain.z_at_generator().invert().unwrap();
-    a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).with_min_len(1 << 10).for_each(|((a, b), c)| {
-        *a = (*a * b - c) * z_inv;
-    });
+    a.par_iter_mut()
+        .zip(b.par_iter())
+        .zip(c.par_iter())
+        .with_min_len(1 << 10)
+        .for_each(|((a, b), c)| {
+            *a = (*a * b - c) * z_inv;
+        });
     drop((b, c));
     domain.dit(&mut a, Direction::Inverse);
     distribute_powers(&mut a, g.invert().unwrap(), n_inv);
@@ -96,12 +104,18 @@ pub struct MsmSums {
 pub fn assemble(vk: &VerifyingKey<Bls12>, sums: &MsmSums, r: Fr, s: Fr) -> Result<Proof<Bls12>, BackendError> {
     if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
         // A δ at infinity would let anyone forge proofs (a subversion-CRS attack).
-        return Err(BackendError::Shape("verifying key has δ at infinity; the parameter file is not usable".into()));
+        return Err(BackendError::Shape(
+            "verifying key has δ at infinity; the parameter file is not usable".into(),
+        ));
     }
     let g_a = vk.delta_g1 * r + vk.alpha_g1 + sums.a;
     let g_b = vk.delta_g2 * s + vk.beta_g2 + sums.b_g2;
     let g_c = sums.a * s + sums.b_g1 * r + vk.delta_g1 * (r * s) + vk.alpha_g1 * s + vk.beta_g1 * r + sums.h + sums.l;
-    Ok(Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() })
+    Ok(Proof {
+        a: g_a.to_affine(),
+        b: g_b.to_affine(),
+        c: g_c.to_affine(),
+    })
 }
 
 #[cfg(test)]

@@ -21,7 +21,10 @@ pub fn verify(
     bellperson::groth16::verify_proof(pvk, proof, public_inputs).map_err(|e| {
         SnarkError::new(
             ErrorCode::VerificationFailed,
-            format!("cannot verify against this key with {} public inputs: {e}", public_inputs.len()),
+            format!(
+                "cannot verify against this key with {} public inputs: {e}",
+                public_inputs.len()
+            ),
         )
     })
 }
@@ -51,9 +54,7 @@ pub fn proofs_from_bytes(bytes: &[u8]) -> Result<Vec<Proof<Bls12>>, SnarkError> 
     bytes
         .chunks(PROOF_BYTES)
         .enumerate()
-        .map(|(i, chunk)| {
-            Proof::read(chunk).map_err(|e| SnarkError::bad_input(format!("proof {i} is malformed: {e}")))
-        })
+        .map(|(i, chunk)| Proof::read(chunk).map_err(|e| SnarkError::bad_input(format!("proof {i} is malformed: {e}"))))
         .collect()
 }
 

@@ -41,7 +41,13 @@ pub fn load(dir: &Path, id: &CircuitId, check: PointCheck) -> Result<Srs, SnarkE
     let path = dir.join(id.params_file());
     let file = File::open(&path).map_err(|e| open_error(&path, e))?;
     let size = file.metadata().map_err(|e| open_error(&path, e))?.len();
-    let mut r = Reader { inner: BufReader::with_capacity(1 << 22, file), path: &path, offset: 0, size, check };
+    let mut r = Reader {
+        inner: BufReader::with_capacity(1 << 22, file),
+        path: &path,
+        offset: 0,
+        size,
+        check,
+    };
 
     let vk = r.vk()?;
     let h = r.g1_section("h")?;
@@ -57,8 +63,13 @@ pub fn load(dir: &Path, id: &CircuitId, check: PointCheck) -> Result<Srs, SnarkE
     if vk_path.exists() {
         let file = File::open(&vk_path).map_err(|e| open_error(&vk_path, e))?;
         let size = file.metadata().map_err(|e| open_error(&vk_path, e))?.len();
-        let mut vr =
-            Reader { inner: BufReader::new(file), path: &vk_path, offset: 0, size, check: PointCheck::Full };
+        let mut vr = Reader {
+            inner: BufReader::new(file),
+            path: &vk_path,
+            offset: 0,
+            size,
+            check: PointCheck::Full,
+        };
         if vr.vk()? != vk {
             return Err(SnarkError::new(
                 ErrorCode::ParamsMissing,
@@ -72,7 +83,18 @@ pub fn load(dir: &Path, id: &CircuitId, check: PointCheck) -> Result<Srs, SnarkE
     }
 
     let pvk = bellperson::groth16::prepare_verifying_key(&vk);
-    Ok(Srs { id: id.clone(), path, vk, pvk, h, l, a, b_g1, b_g2, loaded_at: SystemTime::now() })
+    Ok(Srs {
+        id: id.clone(),
+        path,
+        vk,
+        pvk,
+        h,
+        l,
+        a,
+        b_g1,
+        b_g2,
+        loaded_at: SystemTime::now(),
+    })
 }
 
 fn open_error(path: &Path, e: io::Error) -> SnarkError {
@@ -128,36 +150,56 @@ impl Reader<'_> {
 
     /// The verifying key; its few points are always fully checked, as bellperson does.
     fn vk(&mut self) -> Result<VerifyingKey<Bls12>, SnarkError> {
-        let full = |r: &mut Self| -> Result<G1Affine, SnarkError> {
+        let g1 = |r: &mut Self| -> Result<G1Affine, SnarkError> {
             let mut b = [0u8; G1_BYTES];
             r.bytes(&mut b)?;
             Option::from(G1Affine::from_uncompressed(&b)).ok_or_else(|| {
-                corrupt(r.path, r.offset - G1_BYTES as u64, "verifying key point is not on the curve")
+                corrupt(
+                    r.path,
+                    r.offset - G1_BYTES as u64,
+                    "verifying key point is not on the curve",
+                )
             })
         };
-        let full2 = |r: &mut Self| -> Result<G2Affine, SnarkError> {
+        let g2 = |r: &mut Self| -> Result<G2Affine, SnarkError> {
             let mut b = [0u8; G2_BYTES];
             r.bytes(&mut b)?;
             Option::from(G2Affine::from_uncompressed(&b)).ok_or_else(|| {
-                corrupt(r.path, r.offset - G2_BYTES as u64, "verifying key point is not on the curve")
+                corrupt(
+                    r.path,
+                    r.offset - G2_BYTES as u64,
+                    "verifying key point is not on the curve",
+                )
             })
         };
-        let alpha_g1 = full(self)?;
-        let beta_g1 = full(self)?;
-        let beta_g2 = full2(self)?;
-        let gamma_g2 = full2(self)?;
-        let delta_g1 = full(self)?;
-        let delta_g2 = full2(self)?;
+        let alpha_g1 = g1(self)?;
+        let beta_g1 = g1(self)?;
+        let beta_g2 = g2(self)?;
+        let gamma_g2 = g2(self)?;
+        let delta_g1 = g1(self)?;
+        let delta_g2 = g2(self)?;
         let n = self.len("ic", G1_BYTES)?;
         let mut ic = Vec::with_capacity(n);
         for _ in 0..n {
-            let p = full(self)?;
+            let p = g1(self)?;
             if bool::from(p.is_identity()) {
-                return Err(corrupt(self.path, self.offset - G1_BYTES as u64, "ic point at infinity"));
+                return Err(corrupt(
+                    self.path,
+                    self.offset - G1_BYTES as u64,
+                    "ic point at infinity",
+                ));
             }
             ic.push(p);
         }
-        Ok(VerifyingKey { alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, ic })
+        Ok(VerifyingKey {
+            alpha_g1,
+            beta_g1,
+            beta_g2,
+            gamma_g2,
+            delta_g1,
+            delta_g2,
+            ic,
+        })
     }
 
     fn g1_section(&mut self, name: &str) -> Result<Vec<G1Affine>, SnarkError> {

@@ -24,7 +24,11 @@ pub struct SrsStatus {
 }
 
 fn unix_seconds<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs_f64())
+    s.serialize_f64(
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64(),
+    )
 }
 
 /// The parameter sets resident in host memory, loaded on first use from one directory.
@@ -45,7 +49,11 @@ struct Entry {
 
 impl ResidentSrs {
     pub fn new(dir: impl Into<PathBuf>, check: PointCheck) -> Self {
-        ResidentSrs { dir: dir.into(), check, entries: Mutex::default() }
+        ResidentSrs {
+            dir: dir.into(),
+            check,
+            entries: Mutex::default(),
+        }
     }
 
     pub fn dir(&self) -> &Path {
