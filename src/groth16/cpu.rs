@@ -56,12 +56,13 @@ impl CpuBackend {
         } = witness;
         let abc_bytes = ((a.len() + b.len() + c.len()) * std::mem::size_of::<Fr>()) as u64;
 
-        let h = compute_h(a, b, c)?;
+        let h_coeffs = compute_h(a, b, c)?;
         release(abc_bytes);
         let ntt = start.elapsed();
 
         let msm_start = Instant::now();
-        let h = g1_msm(&srs.h, &h, None);
+        let h = g1_msm(&srs.h, &h_coeffs, None);
+        drop(h_coeffs);
         let l = g1_msm(&srs.l, &aux, None);
         // The A query lists every input (full density), then the aux variables present in A.
         let (a_inputs, a_aux) = srs.a.split_at(input.len());
