@@ -183,6 +183,10 @@ impl BlstGroup for G2 {
     }
 }
 
+/// One classification task's result: the sum of its 1-scalar bases, and the (scalar index, base
+/// index) pairs of its other nonzero scalars.
+type Sorted<P> = (P, Vec<(usize, usize)>);
+
 fn msm<G: BlstGroup>(bases: &[G::Affine], scalars: &[Fr], density: Option<&Density>) -> G::Point {
     let present = |i: usize| density.is_none_or(|d| d.get(i));
     let expected = density.map_or(scalars.len(), Density::count_ones);
@@ -208,17 +212,18 @@ fn msm<G: BlstGroup>(bases: &[G::Affine], scalars: &[Fr], density: Option<&Densi
     };
 
     // Per task: the sum of the bases whose scalar is 1, and (scalar, base) index pairs of the rest.
-    let sorted: Vec<(G::Point, Vec<(usize, usize)>)> = (0..tasks)
+    let sorted: Vec<Sorted<G::Point>> = (0..tasks)
         .into_par_iter()
         .map(|t| {
             let mut ones: Vec<*const G::Affine> = Vec::new();
             let mut others = Vec::new();
             let mut base = first_base[t];
-            for i in t * CLASSIFY_CHUNK..scalars.len().min((t + 1) * CLASSIFY_CHUNK) {
+            let lo = t * CLASSIFY_CHUNK;
+            let hi = scalars.len().min(lo + CLASSIFY_CHUNK);
+            for (i, s) in scalars[lo..hi].iter().enumerate().map(|(k, s)| (lo + k, s)) {
                 if !present(i) {
                     continue;
                 }
-                let s = &scalars[i];
                 if *s == Fr::ONE {
                     ones.push(&bases[base]);
                 } else if !s.is_zero_vartime() {
