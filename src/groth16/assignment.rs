@@ -1,11 +1,259 @@
-//! snarkd's own constraint system (placeholder until the groth16 work lands).
+//! snarkd's own constraint system: runs a bellperson circuit and records exactly what bellperson's
+//! (private) `ProvingAssignment` records, so that proofs made from our [`Witness`] are the proofs
+//! bellperson would make.
+//!
+//! Each `enforce` evaluates its three linear combinations straight from their terms; nothing per
+//! constraint is kept beyond the three values and the density bits.
 
-use bellperson::{Circuit, SynthesisError};
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
+use ff::Field;
 
-use super::Witness;
+use super::{Density, Witness};
 
 /// Runs `circuit` through snarkd's constraint system and records its witness.
-pub fn synthesize<C: Circuit<Fr>>(_circuit: C) -> Result<Witness, SynthesisError> {
-    Err(SynthesisError::AssignmentMissing)
+///
+/// As bellperson does: the constant ONE is input 0, then the circuit, then one `x_i · 0 = 0`
+/// constraint per input (they make the IC query fully dense and pin the inputs into A).
+pub fn synthesize<C: Circuit<Fr>>(circuit: C) -> Result<Witness, SynthesisError> {
+    let mut cs = WitnessCs::new();
+    cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    let w = &mut cs.0;
+    let n = w.input.len();
+    w.a.extend_from_slice(&w.input);
+    w.b.resize(w.b.len() + n, Fr::ZERO);
+    w.c.resize(w.c.len() + n, Fr::ZERO);
+    Ok(cs.0)
+}
+
+/// The constraint system behind [`synthesize`]; public only because circuits name it as `CS`.
+pub struct WitnessCs(Witness);
+
+/// Evaluates one linear combination and marks the variables whose (merged) coefficient is nonzero
+/// in the given densities. A zero coefficient contributes nothing and marks nothing, exactly as
+/// bellperson's `eval_with_trackers`.
+#[inline]
+fn eval(
+    lc: &LinearCombination<Fr>,
+    input: &[Fr],
+    aux: &[Fr],
+    mut input_density: Option<&mut Density>,
+    mut aux_density: Option<&mut Density>,
+) -> Fr {
+    let mut acc = Fr::ZERO;
+    for (&i, coeff) in lc.iter_inputs() {
+        if coeff.is_zero_vartime() {
+            continue;
+        }
+        acc += term(input[i], coeff);
+        if let Some(d) = input_density.as_deref_mut() {
+            d.set(i);
+        }
+    }
+    for (&i, coeff) in lc.iter_aux() {
+        if coeff.is_zero_vartime() {
+            continue;
+        }
+        acc += term(aux[i], coeff);
+        if let Some(d) = aux_density.as_deref_mut() {
+            d.set(i);
+        }
+    }
+    acc
+}
+
+/// value · coeff, skipping the multiplication for the 0/1 values and unit coefficients that make up
+/// most of a Filecoin circuit (SHA-256 bits, boolean constraints).
+#[inline(always)]
+fn term(value: Fr, coeff: &Fr) -> Fr {
+    if value.is_zero_vartime() {
+        Fr::ZERO
+    } else if *coeff == Fr::ONE {
+        value
+    } else if value == Fr::ONE {
+        *coeff
+    } else {
+        value * coeff
+    }
+}
+
+impl ConstraintSystem<Fr> for WitnessCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        WitnessCs(Witness::default())
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let w = &mut self.0;
+        w.aux.push(f()?);
+        w.a_aux_density.push(false);
+        w.b_aux_density.push(false);
+        Ok(Variable::new_unchecked(Index::Aux(w.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let w = &mut self.0;
+        w.input.push(f()?);
+        w.b_input_density.push(false);
+        Ok(Variable::new_unchecked(Index::Input(w.input.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        let w = &mut self.0;
+        let (input, aux) = (&w.input[..], &w.aux[..]);
+        // Inputs are fully dense in A (the closing x_i · 0 = 0 constraints), so only aux is tracked
+        // there; C has no query of its own and tracks nothing.
+        let av = eval(
+            &a(LinearCombination::zero()),
+            input,
+            aux,
+            None,
+            Some(&mut w.a_aux_density),
+        );
+        let bv = eval(
+            &b(LinearCombination::zero()),
+            input,
+            aux,
+            Some(&mut w.b_input_density),
+            Some(&mut w.b_aux_density),
+        );
+        let cv = eval(&c(LinearCombination::zero()), input, aux, None, None);
+        w.a.push(av);
+        w.b.push(bv);
+        w.c.push(cv);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends a constraint system synthesized separately (FallbackPoSt synthesizes sector chunks
+    /// in parallel). `other` began with its own temporary ONE at input 0, which is dropped and
+    /// merged into ours; its other inputs and all its aux variables follow ours, so the density bits
+    /// append in order. The a/b/c values were already evaluated against `other`'s own indices and
+    /// need no renumbering.
+    fn extend(&mut self, other: &Self) {
+        let (w, o) = (&mut self.0, &other.0);
+        w.a.extend_from_slice(&o.a);
+        w.b.extend_from_slice(&o.b);
+        w.c.extend_from_slice(&o.c);
+        w.aux.extend_from_slice(&o.aux);
+        w.a_aux_density.extend(&o.a_aux_density);
+        w.b_aux_density.extend(&o.b_aux_density);
+        if w.input.is_empty() {
+            w.input.extend_from_slice(&o.input);
+            w.b_input_density = o.b_input_density.clone();
+            return;
+        }
+        if o.input.is_empty() {
+            return;
+        }
+        w.input.extend_from_slice(&o.input[1..]);
+        if o.b_input_density.get(0) {
+            w.b_input_density.set(0);
+        }
+        for i in 1..o.b_input_density.len() {
+            w.b_input_density.push(o.b_input_density.get(i));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// x · y = z with x, z public, plus a boolean and a zero-coefficient term.
+    struct Tiny;
+
+    impl Circuit<Fr> for Tiny {
+        fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let x = cs.alloc_input(|| "x", || Ok(Fr::from(3u64)))?;
+            let y = cs.alloc(|| "y", || Ok(Fr::from(5u64)))?;
+            let z = cs.alloc_input(|| "z", || Ok(Fr::from(15u64)))?;
+            let bit = cs.alloc(|| "bit", || Ok(Fr::ONE))?;
+            cs.enforce(|| "mul", |lc| lc + x, |lc| lc + y, |lc| lc + z);
+            // bit · (1 − bit) = 0, with a term on y whose coefficients cancel to zero
+            cs.enforce(|| "bool", |lc| lc + bit + y - y, |lc| lc + CS::one() - bit, |lc| lc);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn records_values_and_densities_as_bellperson() {
+        let w = synthesize(Tiny).unwrap();
+        assert_eq!(w.input, vec![Fr::ONE, Fr::from(3u64), Fr::from(15u64)]);
+        assert_eq!(w.aux, vec![Fr::from(5u64), Fr::ONE]);
+        // two circuit constraints, then one per input
+        assert_eq!(
+            w.a,
+            vec![Fr::from(3u64), Fr::ONE, Fr::ONE, Fr::from(3u64), Fr::from(15u64)]
+        );
+        assert_eq!(w.b, vec![Fr::from(5u64), Fr::ZERO, Fr::ZERO, Fr::ZERO, Fr::ZERO]);
+        assert_eq!(w.c, vec![Fr::from(15u64), Fr::ZERO, Fr::ZERO, Fr::ZERO, Fr::ZERO]);
+        // y's coefficient in the second A merged to zero: only `bit` is marked there
+        assert!(!w.a_aux_density.get(0) && w.a_aux_density.get(1));
+        assert!(w.b_aux_density.get(0) && w.b_aux_density.get(1));
+        assert!(w.b_input_density.get(0) && !w.b_input_density.get(1) && !w.b_input_density.get(2));
+    }
+
+    #[test]
+    fn extend_equals_sequential_synthesis() {
+        // The same sub-circuit twice: once straight into one system, once as two extensions.
+        let sub = |cs: &mut WitnessCs, k: u64| {
+            let i = cs.alloc_input(|| "in", || Ok(Fr::from(k))).unwrap();
+            let a = cs.alloc(|| "a", || Ok(Fr::from(k + 1))).unwrap();
+            cs.enforce(|| "c", |lc| lc + a, |lc| lc + WitnessCs::one() + i, |lc| lc + a + a);
+        };
+        let mut seq = WitnessCs::new();
+        seq.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
+        sub(&mut seq, 2);
+        sub(&mut seq, 7);
+
+        let mut ext = WitnessCs::new();
+        ext.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
+        for k in [2, 7] {
+            let mut part = WitnessCs::new();
+            part.alloc_input(|| "temp one", || Ok(Fr::ONE)).unwrap();
+            sub(&mut part, k);
+            ext.extend(&part);
+        }
+        let (s, e) = (seq.0, ext.0);
+        assert_eq!((s.a, s.b, s.c), (e.a, e.b, e.c));
+        assert_eq!((s.input, s.aux), (e.input, e.aux));
+        assert_eq!(s.a_aux_density, e.a_aux_density);
+        assert_eq!(s.b_input_density, e.b_input_density);
+        assert_eq!(s.b_aux_density, e.b_aux_density);
+    }
 }

@@ -134,5 +134,12 @@ pub trait ProvingBackend: Send + Sync {
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError>;
 }
 
-mod assignment;
+pub mod assignment;
+pub mod cpu;
+pub mod ntt;
+pub mod prover;
+pub mod verify;
+
 pub use assignment::synthesize;
+pub use cpu::CpuBackend;
+pub use verify::verify;

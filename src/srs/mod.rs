@@ -8,6 +8,12 @@ use blstrs::{Bls12, G1Affine, G2Affine};
 
 use crate::groth16::{PreparedVerifyingKey, VerifyingKey};
 
+pub mod params;
+pub mod resident;
+
+pub use params::{load, PointCheck};
+pub use resident::{ResidentSrs, SrsStatus};
+
 /// The cache identifier of one circuit's parameters, as filecoin-proofs names it, e.g.
 /// `stacked-proof-of-replication-merkletree-poseidon_hasher-8-0-0-sha256_hasher-<digest>`.
 /// Files are `v28-<id>.params`, `.vk`, `.meta` in the parameter directory.
