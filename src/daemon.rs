@@ -297,37 +297,58 @@ async fn drain(state: &Arc<State>, config: &Config) {
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
 
-/// An [`SrsAdmin`] for builds or tests without parameter support: every lookup fails clearly.
-pub struct NoParams;
-
-impl SrsSource for NoParams {
+impl SrsSource for crate::srs::ResidentSrs {
     fn get(&self, id: &crate::srs::CircuitId) -> Result<(Arc<crate::srs::Srs>, Duration), SnarkError> {
-        Err(SnarkError::new(ErrorCode::ParamsMissing, format!("no parameter source configured for {id}")))
+        self.get_or_load(id)
     }
     fn resident_bytes(&self) -> u64 {
-        0
+        self.status().iter().map(|s| s.bytes.get()).sum()
     }
 }
 
-impl SrsAdmin for NoParams {
+impl SrsAdmin for crate::srs::ResidentSrs {
     fn preload(&self, circuit: &str) -> Result<Value, SnarkError> {
-        Err(SnarkError::new(ErrorCode::ParamsMissing, format!("no parameter source configured for {circuit}")))
+        let id = crate::proofs::circuit_id_for(circuit)?;
+        let (srs, took) = self.get_or_load(&id)?;
+        tracing::info!("parameters {id} resident ({}, loaded in {:.1} s)", Bytes(srs.bytes()), took.as_secs_f64());
+        Ok(json!({ "circuit": id, "bytes": srs.bytes(), "load_seconds": took.as_secs_f64() }))
     }
     fn evict(&self, circuit: &str) -> Result<Value, SnarkError> {
-        Err(SnarkError::new(ErrorCode::NotFound, format!("{circuit} is not resident")))
+        let id = crate::proofs::circuit_id_for(circuit)?;
+        if crate::srs::ResidentSrs::evict(self, &id) {
+            Ok(json!({ "circuit": id, "evicted": true }))
+        } else {
+            Err(SnarkError::new(ErrorCode::NotFound, format!("{id} is not resident")))
+        }
     }
     fn status(&self) -> Value {
-        json!([])
+        serde_json::to_value(crate::srs::ResidentSrs::status(self)).unwrap_or_default()
     }
+}
+
+/// Verifies every partition proof against the verifying key with the statement's public inputs.
+pub fn groth16_verifier() -> Verifier {
+    Arc::new(|statement, srs, proofs| {
+        for (partition, proof) in proofs.iter().enumerate() {
+            let inputs = statement.public_inputs(partition)?;
+            if !crate::groth16::verify(&srs.pvk, proof, &inputs)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    })
 }
 
 /// The real proving parts for `config`: parameter files from `params.dir`, the CUDA backend per
 /// configured GPU when built in and present, and the CPU backend otherwise.
-pub fn default_parts(_config: &Config) -> DaemonParts {
+pub fn default_parts(config: &Config) -> DaemonParts {
+    let check = if config.params.check_points { crate::srs::PointCheck::Full } else { crate::srs::PointCheck::None };
+    let srs = Arc::new(crate::srs::ResidentSrs::new(config.params.dir.clone(), check));
+    let backends: Vec<Arc<dyn ProvingBackend>> = vec![Arc::new(crate::groth16::CpuBackend::new())];
     DaemonParts {
-        backends: vec![],
-        srs: Arc::new(NoParams),
-        verifier: Arc::new(|_, _, _| Err(SnarkError::unsupported("verification is not built in"))),
-        notes: vec!["no proving backend is built in yet".into()],
+        backends,
+        srs,
+        verifier: groth16_verifier(),
+        notes: vec![format!("{}; proving on the cpu backend", crate::gpu::cuda_status())],
     }
 }

@@ -86,3 +86,13 @@ pub fn statement_from_json(value: serde_json::Value) -> Result<Box<dyn Statement
 pub fn supported() -> Vec<ProofKind> {
     vec![]
 }
+
+/// Resolves a circuit name from config or `Snark.Preload`: a cache identifier, with or without
+/// the `v28-` prefix and file extension.
+pub fn circuit_id_for(name: &str) -> Result<CircuitId, SnarkError> {
+    let id = name.trim().trim_start_matches("v28-").trim_end_matches(".params").trim_end_matches(".vk");
+    if id.is_empty() || id.contains('/') {
+        return Err(SnarkError::bad_input(format!("circuit: {name:?} is not a parameter cache identifier")));
+    }
+    Ok(CircuitId(id.to_string()))
+}
