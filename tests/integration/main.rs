@@ -2,4 +2,5 @@
 //! `snarkd`/`snarkctl` binaries through the harness.
 
 mod daemon;
+mod engine;
 mod harness;

@@ -1,0 +1,317 @@
+//! The engine issue's scheduling properties, driven in-process with controllable fakes (a
+//! statement whose synthesis sleeps, a backend whose proving sleeps): priority at stage
+//! boundaries, bounded memory under a slow device, overlap under a fast one, and cancellation
+//! freeing reservations.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
+use group::prime::PrimeCurveAffine;
+
+use snarkd::engine::{Engine, EngineSettings, JobState, Sizing, SrsSource, SubmitOptions};
+use snarkd::error::{ErrorCode, SnarkError};
+use snarkd::groth16::{BackendError, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness};
+use snarkd::proofs::{ProofKind, Statement};
+use snarkd::srs::{CircuitId, Srs};
+use snarkd::units::Bytes;
+
+/// A statement whose synthesis takes `synth` and whose witness is `bytes` large.
+struct FakeStatement {
+    kind: ProofKind,
+    partitions: usize,
+    bytes: u64,
+    synth: Duration,
+}
+
+impl Statement for FakeStatement {
+    fn kind(&self) -> ProofKind {
+        self.kind
+    }
+    fn circuit(&self) -> CircuitId {
+        CircuitId("fake".into())
+    }
+    fn partitions(&self) -> usize {
+        self.partitions
+    }
+    fn witness_bytes(&self) -> Bytes {
+        Bytes(self.bytes)
+    }
+    fn synthesize(&self, _partition: usize) -> Result<Witness, SnarkError> {
+        std::thread::sleep(self.synth);
+        Ok(Witness::default())
+    }
+    fn public_inputs(&self, _partition: usize) -> Result<Vec<Fr>, SnarkError> {
+        Ok(vec![])
+    }
+}
+
+/// A backend whose proving takes `prove` and that records which job kinds it proved, in order.
+struct FakeBackend {
+    prove: Duration,
+    order: Arc<Mutex<Vec<ProofKind>>>,
+    kinds: Arc<Mutex<std::collections::HashMap<usize, ProofKind>>>,
+    calls: AtomicUsize,
+    release_bytes: u64,
+}
+
+impl ProvingBackend for FakeBackend {
+    fn name(&self) -> String {
+        "fake".into()
+    }
+    fn prove(&self, w: Witness, _srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        // The fake witness carries its kind in the input length (set by KindTagged below).
+        let kind = self.kinds.lock().unwrap().get(&w.input.len()).copied().unwrap_or(ProofKind::PorepC2);
+        self.order.lock().unwrap().push(kind);
+        std::thread::sleep(self.prove);
+        release(self.release_bytes);
+        Ok((Proof { a: G1Affine::generator(), b: G2Affine::generator(), c: G1Affine::generator() }, ProveTimings::default()))
+    }
+}
+
+/// Wraps a statement so its witness's input length identifies its kind to the fake backend.
+struct KindTagged(FakeStatement, usize);
+
+impl Statement for KindTagged {
+    fn kind(&self) -> ProofKind {
+        self.0.kind
+    }
+    fn circuit(&self) -> CircuitId {
+        self.0.circuit()
+    }
+    fn partitions(&self) -> usize {
+        self.0.partitions
+    }
+    fn witness_bytes(&self) -> Bytes {
+        self.0.witness_bytes()
+    }
+    fn synthesize(&self, p: usize) -> Result<Witness, SnarkError> {
+        let mut w = self.0.synthesize(p)?;
+        w.input = vec![Fr::from(0u64); self.1];
+        Ok(w)
+    }
+    fn public_inputs(&self, p: usize) -> Result<Vec<Fr>, SnarkError> {
+        self.0.public_inputs(p)
+    }
+}
+
+struct FakeSrs(Arc<Srs>);
+
+impl FakeSrs {
+    fn new() -> FakeSrs {
+        let g1 = G1Affine::generator();
+        let g2 = G2Affine::generator();
+        let vk = VerifyingKey::<Bls12> {
+            alpha_g1: g1,
+            beta_g1: g1,
+            beta_g2: g2,
+            gamma_g2: g2,
+            delta_g1: g1,
+            delta_g2: g2,
+            ic: vec![g1],
+        };
+        let pvk = bellperson::groth16::prepare_verifying_key(&vk);
+        FakeSrs(Arc::new(Srs {
+            id: CircuitId("fake".into()),
+            path: "/dev/null".into(),
+            vk,
+            pvk,
+            h: vec![],
+            l: vec![],
+            a: vec![],
+            b_g1: vec![],
+            b_g2: vec![],
+            loaded_at: std::time::SystemTime::now(),
+        }))
+    }
+}
+
+impl SrsSource for FakeSrs {
+    fn get(&self, _id: &CircuitId) -> Result<(Arc<Srs>, Duration), SnarkError> {
+        Ok((self.0.clone(), Duration::ZERO))
+    }
+    fn resident_bytes(&self) -> u64 {
+        0
+    }
+}
+
+struct Rig {
+    engine: Arc<Engine>,
+    order: Arc<Mutex<Vec<ProofKind>>>,
+}
+
+fn rig(budget: u64, parallelism: u32, prove: Duration) -> Rig {
+    let order = Arc::new(Mutex::new(vec![]));
+    let kinds = Arc::new(Mutex::new(
+        [(1usize, ProofKind::PorepC2), (2, ProofKind::WinningPost), (3, ProofKind::WindowPost)].into_iter().collect(),
+    ));
+    let backend = FakeBackend { prove, order: order.clone(), kinds, calls: AtomicUsize::new(0), release_bytes: 0 };
+    let config = snarkd::config::Config::default();
+    let engine = Engine::start(
+        EngineSettings::from_config(&config),
+        Sizing::derive(Bytes(budget), "test".into(), parallelism),
+        vec![Arc::new(backend)],
+        Arc::new(FakeSrs::new()),
+        Arc::new(|_, _, _| Ok(true)),
+    );
+    Rig { engine, order }
+}
+
+fn statement(kind: ProofKind, partitions: usize, bytes: u64, synth: Duration) -> Box<dyn Statement> {
+    let tag = match kind {
+        ProofKind::WinningPost => 2,
+        ProofKind::WindowPost => 3,
+        _ => 1,
+    };
+    Box::new(KindTagged(FakeStatement { kind, partitions, bytes, synth }, tag))
+}
+
+fn wait_done(engine: &Engine, id: &snarkd::engine::JobId, timeout: Duration) -> snarkd::engine::JobInfo {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let info = engine.job(id).unwrap();
+        if info.state.is_terminal() {
+            return info;
+        }
+        assert!(Instant::now() < deadline, "job {id} not done within {timeout:?}: {info:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn winning_post_overtakes_queued_porep_partitions() {
+    let r = rig(1 << 30, 2, Duration::from_millis(150));
+    let porep = r.engine.submit(statement(ProofKind::PorepC2, 6, 1024, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
+    // Wait until the device is busy and PoRep partitions are queued behind it.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while r.order.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(Duration::from_millis(30));
+    let submitted = Instant::now();
+    let winning = r.engine.submit(statement(ProofKind::WinningPost, 1, 1024, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
+    let w = wait_done(&r.engine, &winning.job_id, Duration::from_secs(10));
+    let latency = submitted.elapsed();
+    let p = wait_done(&r.engine, &porep.job_id, Duration::from_secs(10));
+    assert_eq!((w.state, p.state), (JobState::Done, JobState::Done));
+    let order = r.order.lock().unwrap().clone();
+    assert_eq!(order[0], ProofKind::PorepC2);
+    assert_eq!(order[1], ProofKind::WinningPost, "WinningPoSt must start before every queued PoRep partition: {order:?}");
+    // One in-flight PoRep partition (150 ms) plus its own proof (150 ms), with slack for a loaded CI machine.
+    assert!(latency < Duration::from_millis(900), "WinningPoSt latency {latency:?}");
+    r.engine.shutdown();
+}
+
+#[test]
+fn witnesses_stay_within_lookahead_and_budget_under_a_slow_device() {
+    let budget = 10 * 1024;
+    let r = rig(budget, 2, Duration::from_millis(40));
+    let lookahead_limit = r.engine.status().lookahead.limit;
+    let mut ids = vec![];
+    for _ in 0..3 {
+        ids.push(r.engine.submit(statement(ProofKind::PorepC2, 8, 2048, Duration::from_millis(4)), SubmitOptions::default()).unwrap().job_id);
+    }
+    let mut max_used = 0;
+    let mut max_reserved = 0;
+    while ids.iter().any(|id| !r.engine.job(id).unwrap().state.is_terminal()) {
+        let s = r.engine.status();
+        assert!(s.lookahead.used <= s.lookahead.limit, "lookahead {} > {}", s.lookahead.used, s.lookahead.limit);
+        assert!(s.budget.reserved <= s.budget.limit, "reserved {} > limit {}", s.budget.reserved, s.budget.limit);
+        max_used = max_used.max(s.lookahead.used);
+        max_reserved = max_reserved.max(s.budget.reserved.get());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(max_used >= 2, "synthesis ran ahead of the device (max lookahead used {max_used})");
+    assert!(r.engine.status().lookahead.peak <= lookahead_limit);
+    assert!(max_reserved <= budget);
+    assert_eq!(r.engine.status().budget.reserved, Bytes(0));
+    r.engine.shutdown();
+}
+
+#[test]
+fn synthesis_overlaps_proving() {
+    let n = 16;
+    let step = Duration::from_millis(60);
+    let r = rig(1 << 30, 1, step);
+    let started = Instant::now();
+    let id = r.engine.submit(statement(ProofKind::PorepC2, n, 1024, step), SubmitOptions::default()).unwrap().job_id;
+    let info = wait_done(&r.engine, &id, Duration::from_secs(30));
+    let elapsed = started.elapsed();
+    assert_eq!(info.state, JobState::Done);
+    let bound = step.mul_f64(n as f64 * 1.15);
+    assert!(elapsed <= bound, "{n} items took {elapsed:?}; overlapped bound {bound:?}, serialized would be {:?}", step * 2 * n as u32);
+    r.engine.shutdown();
+}
+
+#[test]
+fn cancel_frees_reservations_of_queued_and_running_jobs() {
+    let r = rig(1 << 20, 1, Duration::from_millis(300));
+    let running = r.engine.submit(statement(ProofKind::PorepC2, 4, 4096, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
+    let queued = r.engine.submit(statement(ProofKind::SnapDeals, 2, 4096, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(r.engine.status().budget.reserved.get() > 0);
+    let q = r.engine.cancel(&queued.job_id).unwrap();
+    let c = r.engine.cancel(&running.job_id).unwrap();
+    assert_eq!((q.state, c.state), (JobState::Cancelled, JobState::Cancelled));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while r.engine.status().budget.reserved.get() != 0 {
+        assert!(Instant::now() < deadline, "reservations not freed: {:?}", r.engine.status().budget);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let e = snarkd_await_err(&r.engine, &running.job_id);
+    assert_eq!(e.code, ErrorCode::Cancelled);
+    r.engine.shutdown();
+}
+
+fn snarkd_await_err(engine: &Engine, id: &snarkd::engine::JobId) -> SnarkError {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    match rt.block_on(engine.await_job(id, Some(Duration::from_secs(1)))) {
+        Err(e) => e,
+        Ok(_) => panic!("cancelled job must return its error"),
+    }
+}
+
+#[test]
+fn queue_limits_and_idempotent_request_ids() {
+    let r = rig(1 << 30, 1, Duration::from_millis(200));
+    let opts = |rid: &str| SubmitOptions { request_id: Some(rid.into()), priority: None };
+    let a = r.engine.submit(statement(ProofKind::WinningPost, 1, 1, Duration::ZERO), opts("w-1")).unwrap();
+    let again = r.engine.submit(statement(ProofKind::WinningPost, 1, 1, Duration::ZERO), opts("w-1")).unwrap();
+    assert_eq!(a.job_id, again.job_id, "a resubmission returns the existing job");
+    for i in 2..=4 {
+        r.engine.submit(statement(ProofKind::WinningPost, 1, 1, Duration::ZERO), opts(&format!("w-{i}"))).unwrap();
+    }
+    // Default winning_post limit is 4.
+    let e = r.engine.submit(statement(ProofKind::WinningPost, 1, 1, Duration::ZERO), opts("w-5")).unwrap_err();
+    assert_eq!(e.code, ErrorCode::QueueFull);
+    // Other kinds are unaffected.
+    r.engine.submit(statement(ProofKind::PorepC2, 1, 1, Duration::ZERO), SubmitOptions::default()).unwrap();
+    r.engine.shutdown();
+}
+
+#[test]
+fn an_item_bigger_than_the_budget_fails_naming_both_figures() {
+    let r = rig(1 << 20, 1, Duration::ZERO);
+    let e = r.engine.submit(statement(ProofKind::PorepC2, 1, 8 << 20, Duration::ZERO), SubmitOptions::default()).unwrap_err();
+    assert!(e.message.contains("8.0 MiB") && e.message.contains("1.0 MiB"), "{}", e.message);
+    r.engine.shutdown();
+}
+
+#[test]
+fn metrics_parse_as_prometheus_text() {
+    let r = rig(1 << 30, 1, Duration::from_millis(1));
+    let id = r.engine.submit(statement(ProofKind::WindowPost, 1, 1, Duration::ZERO), SubmitOptions::default()).unwrap().job_id;
+    wait_done(&r.engine, &id, Duration::from_secs(5));
+    let text = r.engine.metrics();
+    let lines = text.lines().map(|l| Ok::<_, std::io::Error>(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).expect("valid Prometheus text");
+    assert!(scrape.samples.iter().any(|s| s.metric == "snarkd_jobs_total"
+        && s.labels.get("kind") == Some("window_post")
+        && s.labels.get("outcome") == Some("ok")));
+    assert!(scrape.samples.iter().any(|s| s.metric == "snarkd_budget_limit_bytes"));
+    assert!(scrape.samples.iter().any(|s| s.metric.starts_with("snarkd_stage_seconds")));
+    r.engine.shutdown();
+}
