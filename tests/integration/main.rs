@@ -2,5 +2,6 @@
 //! `snarkd`/`snarkctl` binaries through the harness.
 
 mod daemon;
+mod docs;
 mod engine;
 mod harness;
