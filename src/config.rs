@@ -91,6 +91,8 @@ pub struct ProvingConfig {
     pub verify: bool,
     /// Let a request raise its own priority above its kind's default.
     pub allow_priority_raise: bool,
+    /// CPU proving workers; 0 means one when no GPU is used and none otherwise.
+    pub cpu_workers: u32,
 }
 
 /// Queue limits and result retention.
@@ -136,8 +138,6 @@ pub struct MemoryConfig {
 pub struct GpuConfig {
     /// "all", "none", or a list of device ordinals such as [0, 1].
     pub devices: GpuDevices,
-    /// Also run a CPU proving worker next to the GPUs.
-    pub cpu_worker: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,7 +213,7 @@ impl Default for ParamsConfig {
 
 impl Default for ProvingConfig {
     fn default() -> Self {
-        ProvingConfig { verify: true, allow_priority_raise: false }
+        ProvingConfig { verify: true, allow_priority_raise: false, cpu_workers: 0 }
     }
 }
 
@@ -237,7 +237,7 @@ impl Default for MemoryConfig {
 
 impl Default for GpuConfig {
     fn default() -> Self {
-        GpuConfig { devices: GpuDevices::All, cpu_worker: false }
+        GpuConfig { devices: GpuDevices::All }
     }
 }
 
@@ -522,6 +522,8 @@ impl Config {
         applied.socket = self.socket.clone();
         applied.gpu = self.gpu.clone();
         applied.params.dir = self.params.dir.clone();
+        applied.params.check_points = self.params.check_points;
+        applied.proving.cpu_workers = self.proving.cpu_workers;
         applied.log.target = self.log.target;
         applied.metrics = self.metrics.clone();
         applied
@@ -529,7 +531,7 @@ impl Config {
 }
 
 /// Keys (or sections) that only take effect after a restart.
-pub const RESTART_KEYS: &[&str] = &["socket", "gpu", "params.dir", "log.target", "metrics"];
+pub const RESTART_KEYS: &[&str] = &["socket", "gpu", "params.dir", "params.check_points", "proving.cpu_workers", "log.target", "metrics"];
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ConfigDiff {

@@ -344,11 +344,32 @@ pub fn groth16_verifier() -> Verifier {
 pub fn default_parts(config: &Config) -> DaemonParts {
     let check = if config.params.check_points { crate::srs::PointCheck::Full } else { crate::srs::PointCheck::None };
     let srs = Arc::new(crate::srs::ResidentSrs::new(config.params.dir.clone(), check));
-    let backends: Vec<Arc<dyn ProvingBackend>> = vec![Arc::new(crate::groth16::CpuBackend::new())];
-    DaemonParts {
-        backends,
-        srs,
-        verifier: groth16_verifier(),
-        notes: vec![format!("{}; proving on the cpu backend", crate::gpu::cuda_status())],
+    let mut notes = vec![crate::gpu::cuda_status()];
+    let mut backends: Vec<Arc<dyn ProvingBackend>> = vec![];
+    let cpu_workers = match config.proving.cpu_workers {
+        0 if backends.is_empty() => 1,
+        n => n,
+    };
+    for _ in 0..cpu_workers {
+        backends.push(Arc::new(crate::groth16::CpuBackend::new()));
+    }
+    notes.push(format!("{cpu_workers} cpu proving worker(s)"));
+    inject_faults(&mut backends, &mut notes);
+    DaemonParts { backends, srs, verifier: groth16_verifier(), notes }
+}
+
+/// Applies `SNARKD_FAULTS` (testing only), loudly.
+fn inject_faults(backends: &mut [Arc<dyn ProvingBackend>], notes: &mut Vec<String>) {
+    let Ok(spec) = std::env::var(crate::groth16::fault::ENV) else { return };
+    match crate::groth16::fault::parse(&spec) {
+        Ok(faults) => {
+            for (idx, fault) in faults {
+                if let Some(b) = backends.get_mut(idx) {
+                    *b = Arc::new(crate::groth16::fault::FaultInjecting::new(b.clone(), fault));
+                    notes.push(format!("FAULT INJECTION: worker {idx} gets {fault:?} ({}={spec})", crate::groth16::fault::ENV));
+                }
+            }
+        }
+        Err(e) => notes.push(format!("ignoring malformed fault injection: {e}")),
     }
 }

@@ -136,6 +136,7 @@ pub trait ProvingBackend: Send + Sync {
 
 pub mod assignment;
 pub mod cpu;
+pub mod fault;
 pub mod ntt;
 pub mod prover;
 pub mod verify;
