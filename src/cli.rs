@@ -167,6 +167,54 @@ pub enum CtlCommand {
     Preload { circuit: String },
     /// Drop a circuit's resident parameters
     Evict { circuit: String },
+    /// Make test parameters, under the production file names
+    #[command(subcommand)]
+    Params(ParamsCommand),
+    /// Seal a real sector offline and write every proof kind's inputs plus a manifest
+    Testdata {
+        /// Sector size: 2KiB (8MiB, 512MiB, 32GiB and 64GiB also seal, slowly)
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        #[arg(long)]
+        out: PathBuf,
+        /// Parameter directory, used for the verifying keys
+        #[arg(long, env = "SNARKD_TEST_PARAMS", default_value = "/var/tmp/snarkd-test-params")]
+        params_dir: PathBuf,
+    },
+    /// Check a proof file with filecoin-proofs-api's verifier against a testdata manifest
+    Verify {
+        /// Directory holding manifest.json (from `snarkctl testdata`)
+        #[arg(long)]
+        testdata: PathBuf,
+        /// porep_c2, window_post, winning_post or snap_deals
+        #[arg(long)]
+        kind: String,
+        /// Raw proof bytes
+        #[arg(long)]
+        proof: PathBuf,
+        #[arg(long, env = "SNARKD_TEST_PARAMS", default_value = "/var/tmp/snarkd-test-params")]
+        params_dir: PathBuf,
+    },
+    /// Make parameters and test data if missing, start a daemon on a temporary socket, prove all
+    /// four kinds through it, verify each, and print the timings per stage
+    Demo {
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        #[arg(long, env = "SNARKD_TEST_PARAMS", default_value = "/var/tmp/snarkd-test-params")]
+        params_dir: PathBuf,
+    },
+    /// Benchmarks; each compares two implementations in the same run
+    Bench {
+        /// porep, snap, window or winning: snarkd's CPU prover against filecoin-proofs-api's
+        kind: String,
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        /// Timed runs of each prover (after one warm-up)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        #[arg(long, env = "SNARKD_TEST_PARAMS", default_value = "/var/tmp/snarkd-test-params")]
+        params_dir: PathBuf,
+    },
     /// Write the man pages snarkd(8), snarkctl(1) and snarkd.toml(5), generated from this code
     Man {
         /// Directory to write the pages into
@@ -193,4 +241,20 @@ pub struct RequestArgs {
     /// Lower (or, when granted by config, raise) the job's priority: critical, high, normal, low
     #[arg(long)]
     pub priority: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ParamsCommand {
+    /// Generate insecure test parameters (.params, .vk, .meta) for small sectors
+    Generate {
+        /// Sector size, e.g. 2KiB
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        /// Comma-separated kinds: porep, snap, window, winning
+        #[arg(long, default_value = "porep,snap,window,winning", value_delimiter = ',')]
+        kinds: Vec<String>,
+        /// Output directory
+        #[arg(long, env = "SNARKD_TEST_PARAMS", default_value = "/var/tmp/snarkd-test-params")]
+        dir: PathBuf,
+    },
 }
