@@ -68,3 +68,6 @@ pub trait Statement: Send + Sync {
     /// The public inputs the verifier uses for `partition` (without the leading ONE).
     fn public_inputs(&self, partition: usize) -> Result<Vec<Fr>, SnarkError>;
 }
+
+pub mod paramgen;
+pub mod shape;
