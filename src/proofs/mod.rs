@@ -28,7 +28,7 @@ mod snap;
 pub mod testdata;
 pub mod verify;
 
-use size::size;
+pub use size::circuit_size;
 pub use request::{Base64Bytes, Bytes32, PoStProofType, ProofRequest, UpdateProofType};
 
 /// The four proofs a storage provider needs.
@@ -104,9 +104,16 @@ pub fn reference_proof(
     prepare_any(req)?.reference_proof(partition, params)
 }
 
-/// A statement that can also hand its circuits to bellperson, for [`reference_proof`].
+/// Counts the variables and constraints of one partition's circuit for `req`.
+pub fn measure(req: &ProofRequest, partition: usize) -> Result<CircuitSize, SnarkError> {
+    prepare_any(req)?.measure(partition)
+}
+
+/// A statement that can also hand its circuits to bellperson ([`reference_proof`]) and to the
+/// counter ([`measure`]).
 trait Prepared: Statement {
     fn reference_proof(&self, partition: usize, params: &Parameters<Bls12>) -> Result<Proof<Bls12>, SnarkError>;
+    fn measure(&self, partition: usize) -> Result<CircuitSize, SnarkError>;
     /// `Box<dyn Prepared>` as `Box<dyn Statement>` (trait upcasting needs a newer rustc than ours).
     fn into_statement(self: Box<Self>) -> Box<dyn Statement>;
 }
@@ -210,6 +217,11 @@ fn reference_prove<C: Circuit<Fr> + Send>(
         .map_err(|e| SnarkError::internal(format!("partition {partition}: bellperson prover failed: {e}")))
 }
 
+fn measure_circuit<C: Circuit<Fr>>(partition: usize, circuit: anyhow::Result<C>) -> Result<CircuitSize, SnarkError> {
+    size::Counter::measure(built(partition, circuit)?)
+        .map_err(|e| SnarkError::internal(format!("partition {partition}: counting failed: {e}")))
+}
+
 /// The inputs were validated when the statement was prepared, so a circuit that cannot be built
 /// is our failure, not the caller's.
 fn built<C>(partition: usize, circuit: anyhow::Result<C>) -> Result<C, SnarkError> {
@@ -225,7 +237,7 @@ fn check_partition(partition: usize, partitions: usize) -> Result<(), SnarkError
 }
 
 /// The size of one partition's circuit, which fixes its witness size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CircuitSize {
     /// Constraints, including the one bellperson adds per public input.
     pub constraints: u64,

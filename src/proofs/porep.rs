@@ -18,7 +18,7 @@ use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, S
 use storage_proofs_core::proof::ProofScheme;
 
 use super::shape::with_tree;
-use super::{check_partition, field_element, guarded, reference_prove, synthesize_circuit, Bytes32, CircuitSize, Prepared, ProofKind, Statement};
+use super::{check_partition, field_element, guarded, measure_circuit, reference_prove, synthesize_circuit, Bytes32, CircuitSize, Prepared, ProofKind, Statement};
 use crate::error::SnarkError;
 use bellperson::groth16::{Parameters, Proof};
 use blstrs::Bls12;
@@ -139,7 +139,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     ));
     Ok(Box::new(Porep {
         circuit,
-        size: super::size(ProofKind::PorepC2, u64::from(proof.sector_size())),
+        size: super::circuit_size(ProofKind::PorepC2, u64::from(proof.sector_size())),
         pub_params: compound.vanilla_params,
         pub_inputs,
         vanilla,
@@ -180,6 +180,9 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
 impl<Tree: 'static + MerkleTreeTrait> Prepared for Porep<Tree> {
     fn reference_proof(&self, partition: usize, params: &Parameters<Bls12>) -> Result<Proof<Bls12>, SnarkError> {
         reference_prove(partition, self.partition_circuit(partition)?, params)
+    }
+    fn measure(&self, partition: usize) -> Result<CircuitSize, SnarkError> {
+        measure_circuit(partition, self.partition_circuit(partition)?)
     }
     fn into_statement(self: Box<Self>) -> Box<dyn Statement> {
         self

@@ -21,7 +21,7 @@ use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCircuit, Fal
 
 use super::shape::with_tree;
 use super::{
-    check_partition, decode_bincode, field_element, guarded, reference_prove, synthesize_circuit, Base64Bytes,
+    check_partition, decode_bincode, field_element, guarded, measure_circuit, reference_prove, synthesize_circuit, Base64Bytes,
     Bytes32, CircuitSize, Prepared, ProofKind, Statement,
 };
 use crate::error::SnarkError;
@@ -137,7 +137,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     Ok(Box::new(Post::<Tree> {
         kind,
         circuit,
-        size: super::size(kind, u64::from(proof.sector_size())),
+        size: super::circuit_size(kind, u64::from(proof.sector_size())),
         pub_params,
         pub_inputs,
         partition,
@@ -161,6 +161,9 @@ impl<Tree: 'static + MerkleTreeTrait> Post<Tree> {
 impl<Tree: 'static + MerkleTreeTrait> Prepared for Post<Tree> {
     fn reference_proof(&self, partition: usize, params: &Parameters<Bls12>) -> Result<Proof<Bls12>, SnarkError> {
         reference_prove(partition, self.partition_circuit(partition)?, params)
+    }
+    fn measure(&self, partition: usize) -> Result<CircuitSize, SnarkError> {
+        measure_circuit(partition, self.partition_circuit(partition)?)
     }
     fn into_statement(self: Box<Self>) -> Box<dyn Statement> {
         self

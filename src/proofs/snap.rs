@@ -18,7 +18,7 @@ use storage_proofs_update::{
 
 use super::shape::with_tree;
 use super::{
-    check_partition, decode_bincode, field_element, guarded, reference_prove, synthesize_circuit, Base64Bytes,
+    check_partition, decode_bincode, field_element, guarded, measure_circuit, reference_prove, synthesize_circuit, Base64Bytes,
     Bytes32, CircuitSize, Prepared, ProofKind, Statement,
 };
 use crate::error::SnarkError;
@@ -103,7 +103,7 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     );
     Ok(Box::new(Snap::<Tree> {
         circuit,
-        size: super::size(ProofKind::SnapDeals, u64::from(proof.sector_size())),
+        size: super::circuit_size(ProofKind::SnapDeals, u64::from(proof.sector_size())),
         pub_params,
         pub_inputs,
         vanilla,
@@ -126,6 +126,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Prepared for Snap<Tree> {
     fn reference_proof(&self, partition: usize, params: &Parameters<Bls12>) -> Result<Proof<Bls12>, SnarkError> {
         reference_prove(partition, self.partition_circuit(partition)?, params)
+    }
+    fn measure(&self, partition: usize) -> Result<CircuitSize, SnarkError> {
+        measure_circuit(partition, self.partition_circuit(partition)?)
     }
     fn into_statement(self: Box<Self>) -> Box<dyn Statement> {
         self
