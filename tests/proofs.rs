@@ -227,8 +227,8 @@ fn bad_requests_name_the_field() {
 /// vanilla proofs instead of failing on the size.
 #[test]
 fn every_sector_size_dispatches() {
-    let names = ["2KiB", "8MiB", "512MiB", "32GiB", "64GiB"];
-    for name in names {
+    let sizes = [("2KiB", 2u64 << 10), ("8MiB", 8 << 20), ("512MiB", 512 << 20), ("32GiB", 32 << 30), ("64GiB", 64 << 30)];
+    for (name, size) in sizes {
         for (kind, proof) in [
             ("window_post", format!("StackedDrgWindow{name}V1_2")),
             ("winning_post", format!("StackedDrgWinning{name}V1")),
@@ -240,28 +240,28 @@ fn every_sector_size_dispatches() {
         }
         let mut snap = request_json(ProofKind::SnapDeals);
         snap["registered_update_proof"] = json!(format!("StackedDrg{name}V1"));
-        let partitions = if name.ends_with("GiB") { 16 } else { 1 };
+        let partitions = storage_proofs_update::constants::partition_count(size as usize / 32);
         snap["vanilla_proofs"] = json!(vec![b64(&[1, 2, 3]); partitions]);
         assert_rejected(snap, ErrorCode::BadInput, "vanilla_proofs[0]: not a valid bincode proof");
     }
 }
 
+/// The ids name the published parameter files. (filecoin-proofs-api's
+/// `RegisteredUpdateProof::circuit_identifier` returns the PoRep id, so parameters.json is the reference.)
 #[test]
 fn statements_use_production_circuit_ids() {
     let m = manifest();
-    let expected = [
-        (ProofKind::PorepC2, m.porep.registered_proof.circuit_identifier().unwrap(), 1),
-        (ProofKind::WindowPost, m.window_post.registered_proof.circuit_identifier().unwrap(), 1),
-        (ProofKind::WinningPost, m.winning_post.registered_proof.circuit_identifier().unwrap(), 1),
-        (ProofKind::SnapDeals, m.snap_deals.registered_proof.circuit_identifier().unwrap(), 1),
-    ];
-    for (kind, id, partitions) in expected {
+    for kind in ProofKind::ALL {
         let statement = proofs::prepare(&m.request(kind).unwrap()).unwrap();
         assert_eq!(statement.kind(), kind);
-        assert_eq!(statement.circuit().0, id, "{kind}");
-        assert_eq!(statement.partitions(), partitions, "{kind}");
-        assert!(statement.public_inputs(partitions).is_err());
+        let id = statement.circuit();
+        let published = storage_proofs_core::parameter_cache::get_parameter_data(&id.0);
+        assert_eq!(published.map(|p| p.sector_size), Some(SECTOR_SIZE), "{kind}: {id}");
+        assert_eq!(statement.partitions(), 1, "{kind}");
+        assert!(statement.public_inputs(1).is_err());
     }
+    let porep = proofs::prepare(&m.request(ProofKind::PorepC2).unwrap()).unwrap();
+    assert_eq!(porep.circuit().0, m.porep.registered_proof.circuit_identifier().unwrap());
 }
 
 #[test]
