@@ -37,6 +37,8 @@ struct Post<Tree: 'static + MerkleTreeTrait> {
     size: CircuitSize,
     pub_params: fallback::PublicParams,
     pub_inputs: fallback::PublicInputs<Domain<Tree>>,
+    /// The inputs as the verifier states them, which for WinningPoSt differ from the prover's.
+    verifier_inputs: fallback::PublicInputs<Domain<Tree>>,
     /// The one partition's proof: every sector's inclusion proofs, padded to the circuit's sector count.
     partition: fallback::Proof<<Tree as MerkleTreeTrait>::Proof>,
 }
@@ -95,9 +97,13 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         .enumerate()
         .map(|(i, bytes)| decode_bincode(&format!("vanilla_proofs[{i}]"), &bytes.0))
         .collect::<Result<_, _>>()?;
-    let mut seen = std::collections::BTreeSet::new();
-    if let Some(dup) = vanilla.iter().find(|p| !seen.insert(p.sector_id)) {
-        return Err(SnarkError::bad_input(format!("vanilla_proofs: sector {} appears twice", dup.sector_id)));
+    // The verifier orders a partition's sectors by number; any other order proves a statement
+    // nobody checks.
+    if let Some(w) = vanilla.windows(2).find(|w| w[0].sector_id >= w[1].sector_id) {
+        return Err(SnarkError::bad_input(format!(
+            "vanilla_proofs: sectors must be in ascending order of sector number ({} before {})",
+            w[0].sector_id, w[1].sector_id
+        )));
     }
 
     let vanilla_params = match config.typ {
@@ -130,6 +136,16 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         .ok_or_else(|| SnarkError::internal("winning post: no partition proof"))?,
     };
 
+    // `verify_winning_post` lists the one sector once per circuit sector slot, so its challenge
+    // indices run over the slots; the prover's one-sector list would repeat challenge 0.
+    let verifier_inputs = match config.typ {
+        PoStType::Window => pub_inputs.clone(),
+        PoStType::Winning => fallback::PublicInputs {
+            sectors: pub_inputs.sectors.iter().cycle().take(pub_params.sector_count).cloned().collect(),
+            k: None,
+            ..pub_inputs.clone()
+        },
+    };
     let circuit =
         CircuitId(<FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::cache_identifier(
             &pub_params,
@@ -140,6 +156,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         size: super::circuit_size(kind, u64::from(proof.sector_size())),
         pub_params,
         pub_inputs,
+        verifier_inputs,
         partition,
     }))
 }
@@ -189,7 +206,7 @@ impl<Tree: 'static + MerkleTreeTrait> Statement for Post<Tree> {
     fn public_inputs(&self, partition: usize) -> Result<Vec<blstrs::Scalar>, SnarkError> {
         check_partition(partition, 1)?;
         <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::generate_public_inputs(
-            &self.pub_inputs,
+            &self.verifier_inputs,
             &self.pub_params,
             Some(0),
         )
