@@ -26,12 +26,12 @@ pub fn circuit_size(kind: ProofKind, sector_size: u64) -> CircuitSize {
 }
 
 /// Counts a circuit's variables and constraints without evaluating any assignment.
-pub(super) struct Counter {
+pub(crate) struct Counter {
     size: CircuitSize,
 }
 
 impl Counter {
-    pub(super) fn measure<C: Circuit<Fr>>(circuit: C) -> Result<CircuitSize, SynthesisError> {
+    pub(crate) fn measure<C: Circuit<Fr>>(circuit: C) -> Result<CircuitSize, SynthesisError> {
         let mut cs = Counter { size: CircuitSize { constraints: 0, aux: 0, inputs: 1 } };
         circuit.synthesize(&mut cs)?;
         // bellperson adds one constraint per input, ONE included.
