@@ -18,4 +18,5 @@ pub mod proofs;
 pub mod rpc;
 pub mod srs;
 pub mod systemd;
+pub mod tools;
 pub mod units;

@@ -4,13 +4,32 @@
 //! Inputs are exactly the bytes filecoin-ffi produces (C1 JSON, bincode vanilla proofs). Every
 //! decoding failure is a typed [`SnarkError`] that names the bad field; nothing here panics on input.
 
-use blstrs::Scalar as Fr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use bellperson::groth16::{self, Parameters, Proof};
+use bellperson::Circuit;
+use bincode::Options as _;
+use blstrs::{Bls12, Scalar as Fr};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SnarkError;
 use crate::groth16::Witness;
 use crate::srs::CircuitId;
 use crate::units::Bytes;
+
+pub mod paramgen;
+mod porep;
+mod post;
+pub mod prover_id;
+pub mod request;
+pub mod shape;
+mod size;
+mod snap;
+pub mod testdata;
+pub mod verify;
+
+pub use size::circuit_size;
+pub use request::{Base64Bytes, Bytes32, PoStProofType, ProofRequest, UpdateProofType};
 
 /// The four proofs a storage provider needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -69,22 +88,181 @@ pub trait Statement: Send + Sync {
     fn public_inputs(&self, partition: usize) -> Result<Vec<Fr>, SnarkError>;
 }
 
+/// Decodes and validates `req` into the statement the engine proves. This decodes and checks the
+/// vanilla proofs, so it costs up to a few seconds for 32 GiB inputs: call it off the connection task.
+pub fn prepare(req: &ProofRequest) -> Result<Box<dyn Statement>, SnarkError> {
+    prepare_any(req).map(Prepared::into_statement)
+}
+
+/// Proves one partition of `req` with bellperson's own prover against `params`: the reference
+/// that snarkd's pipeline must agree with (same circuit, same public inputs, same proof format).
+pub fn reference_proof(
+    req: &ProofRequest,
+    partition: usize,
+    params: &Parameters<Bls12>,
+) -> Result<Proof<Bls12>, SnarkError> {
+    prepare_any(req)?.reference_proof(partition, params)
+}
+
+/// Counts the variables and constraints of one partition's circuit for `req`.
+pub fn measure(req: &ProofRequest, partition: usize) -> Result<CircuitSize, SnarkError> {
+    prepare_any(req)?.measure(partition)
+}
+
+/// A statement that can also hand its circuits to bellperson ([`reference_proof`]) and to the
+/// counter ([`measure`]).
+trait Prepared: Statement {
+    fn reference_proof(&self, partition: usize, params: &Parameters<Bls12>) -> Result<Proof<Bls12>, SnarkError>;
+    fn measure(&self, partition: usize) -> Result<CircuitSize, SnarkError>;
+    /// `Box<dyn Prepared>` as `Box<dyn Statement>` (trait upcasting needs a newer rustc than ours).
+    fn into_statement(self: Box<Self>) -> Box<dyn Statement>;
+}
+
+fn prepare_any(req: &ProofRequest) -> Result<Box<dyn Prepared>, SnarkError> {
+    match req {
+        ProofRequest::PorepC2 { c1_output, sector_number, miner_id, prover_id } => {
+            porep::prepare(&c1_output.0, *sector_number, resolve_prover_id(*miner_id, *prover_id)?)
+        }
+        ProofRequest::WindowPost {
+            registered_post_proof,
+            randomness,
+            miner_id,
+            prover_id,
+            partition_index,
+            vanilla_proofs,
+        } => post::prepare(
+            ProofKind::WindowPost,
+            registered_post_proof.0,
+            *randomness,
+            resolve_prover_id(*miner_id, *prover_id)?,
+            Some(*partition_index),
+            vanilla_proofs,
+        ),
+        ProofRequest::WinningPost { registered_post_proof, randomness, miner_id, prover_id, vanilla_proofs } => {
+            post::prepare(
+                ProofKind::WinningPost,
+                registered_post_proof.0,
+                *randomness,
+                resolve_prover_id(*miner_id, *prover_id)?,
+                None,
+                vanilla_proofs,
+            )
+        }
+        ProofRequest::SnapDeals { registered_update_proof, vanilla_proofs, comm_r_old, comm_r_new, comm_d_new } => {
+            snap::prepare(registered_update_proof.0, vanilla_proofs, *comm_r_old, *comm_r_new, *comm_d_new)
+        }
+    }
+}
+
+/// The prover id from exactly one of `miner_id` (as filecoin-ffi derives it) and `prover_id`.
+fn resolve_prover_id(miner_id: Option<u64>, prover_id: Option<Bytes32>) -> Result<Bytes32, SnarkError> {
+    match (miner_id, prover_id) {
+        (Some(id), None) => Ok(prover_id::from_miner_id(id)),
+        (None, Some(p)) => field_element("prover_id", &p).map(|_| p),
+        (Some(_), Some(_)) => Err(SnarkError::bad_input("miner_id: give either miner_id or prover_id, not both")),
+        (None, None) => Err(SnarkError::bad_input("miner_id: missing (or give prover_id)")),
+    }
+}
+
+/// `bytes` as a field element, the way filecoin-proofs' `as_safe_commitment` reads commitments,
+/// randomness and prover ids (little-endian, canonical).
+fn field_element(name: &str, bytes: &Bytes32) -> Result<Fr, SnarkError> {
+    filecoin_proofs_api::fr32::bytes_into_fr(&bytes.0).map_err(|_| {
+        let why = if bytes.0[31] & 0xc0 != 0 { "top bits set" } else { "not below the field modulus" };
+        SnarkError::bad_input(format!("{name}: not a valid Fr ({why})"))
+    })
+}
+
+/// Decodes one bincode value exactly as filecoin-proofs' `bincode::deserialize` does (fixed-width
+/// integers, trailing bytes allowed), but never reads more than the input holds: a hostile length
+/// prefix fails before anything is allocated for it.
+fn decode_bincode<T: serde::de::DeserializeOwned>(name: &str, bytes: &[u8]) -> Result<T, SnarkError> {
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .allow_trailing_bytes()
+        .with_limit(bytes.len() as u64)
+        .deserialize(bytes)
+        .map_err(|e| SnarkError::bad_input(format!("{name}: not a valid bincode proof ({e})")))
+}
+
+/// Runs upstream code on request data. storage-proofs asserts (panics) on some malformed inputs
+/// where it would be right to return an error; here both become a bad-input error naming `name`.
+fn guarded<T>(name: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T, SnarkError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(SnarkError::bad_input(format!("{name}: {e:#}"))),
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("malformed");
+            Err(SnarkError::bad_input(format!("{name}: rejected by storage-proofs ({why})")))
+        }
+    }
+}
+
+/// Runs one partition's circuit through snarkd's constraint system.
+fn synthesize_circuit<C: Circuit<Fr>>(partition: usize, circuit: anyhow::Result<C>) -> Result<Witness, SnarkError> {
+    crate::groth16::synthesize(built(partition, circuit)?)
+        .map_err(|e| SnarkError::internal(format!("partition {partition}: synthesis failed: {e}")))
+}
+
+fn reference_prove<C: Circuit<Fr> + Send>(
+    partition: usize,
+    circuit: anyhow::Result<C>,
+    params: &Parameters<Bls12>,
+) -> Result<Proof<Bls12>, SnarkError> {
+    groth16::create_random_proof(built(partition, circuit)?, params, &mut rand::rngs::OsRng)
+        .map_err(|e| SnarkError::internal(format!("partition {partition}: bellperson prover failed: {e}")))
+}
+
+fn measure_circuit<C: Circuit<Fr>>(partition: usize, circuit: anyhow::Result<C>) -> Result<CircuitSize, SnarkError> {
+    size::Counter::measure(built(partition, circuit)?)
+        .map_err(|e| SnarkError::internal(format!("partition {partition}: counting failed: {e}")))
+}
+
+/// The inputs were validated when the statement was prepared, so a circuit that cannot be built
+/// is our failure, not the caller's.
+fn built<C>(partition: usize, circuit: anyhow::Result<C>) -> Result<C, SnarkError> {
+    circuit.map_err(|e| SnarkError::internal(format!("partition {partition}: cannot build circuit: {e:#}")))
+}
+
+fn check_partition(partition: usize, partitions: usize) -> Result<(), SnarkError> {
+    if partition < partitions {
+        Ok(())
+    } else {
+        Err(SnarkError::internal(format!("partition {partition} out of range for {partitions} partitions")))
+    }
+}
+
+/// The size of one partition's circuit, which fixes its witness size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CircuitSize {
+    /// Constraints, including the one bellperson adds per public input.
+    pub constraints: u64,
+    pub aux: u64,
+    pub inputs: u64,
+}
+
+impl CircuitSize {
+    /// The bytes a [`Witness`] of this circuit holds: a, b and c (one Fr each per constraint), the
+    /// input and aux assignments (one Fr per variable), and three density bitmaps.
+    pub fn witness_bytes(&self) -> Bytes {
+        let fr = std::mem::size_of::<Fr>() as u64;
+        let densities = (self.aux * 2 + self.inputs).div_ceil(8);
+        Bytes((3 * self.constraints + self.inputs + self.aux) * fr + densities)
+    }
+}
+
 /// Decodes a Submit/Prove request object (without `request_id`/`priority`) into a statement.
 pub fn statement_from_json(value: serde_json::Value) -> Result<Box<dyn Statement>, SnarkError> {
-    let kind = value.get("kind").and_then(|k| k.as_str()).ok_or_else(|| {
-        SnarkError::bad_input("kind: missing; expected one of porep_c2, window_post, winning_post, snap_deals")
-    })?;
-    match ProofKind::parse(kind) {
-        Some(k) => Err(SnarkError::unsupported(format!("kind: {k} proofs are not implemented in this build"))),
-        None => Err(SnarkError::bad_input(format!(
-            "kind: unknown proof kind {kind:?}; expected one of porep_c2, window_post, winning_post, snap_deals"
-        ))),
-    }
+    prepare(&ProofRequest::from_value(&value)?)
 }
 
 /// What this build proves, for `Snark.Kinds`.
 pub fn supported() -> Vec<ProofKind> {
-    vec![]
+    ProofKind::ALL.to_vec()
 }
 
 /// Resolves a circuit name from config or `Snark.Preload`: a cache identifier, with or without

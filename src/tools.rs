@@ -1,0 +1,191 @@
+//! The developer tools behind `snarkctl demo` and `snarkctl bench`: they seal a real 2 KiB sector,
+//! run a real daemon on a temporary socket, prove every kind through it, check each proof with
+//! filecoin-proofs-api's verifiers, and compare snarkd's prover with filecoin-proofs-api's own.
+
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::client::Client;
+use crate::groth16::ProvingBackend;
+use crate::proofs::testdata::Manifest;
+use crate::proofs::ProofKind;
+
+/// A `snarkd` child process on a temporary socket, started the way systemd would start it.
+pub struct TempDaemon {
+    child: Child,
+    pub socket: PathBuf,
+    pub dir: PathBuf,
+}
+
+impl TempDaemon {
+    /// Starts `snarkd` (next to the running executable) and waits for its READY=1.
+    pub fn start(params_dir: &Path, extra_config: &str) -> anyhow::Result<TempDaemon> {
+        let dir = std::env::temp_dir().join(format!("snarkd-demo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let socket = dir.join("snarkd.sock");
+        let config = dir.join("snarkd.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[socket]\npath = \"{}\"\n[params]\ndir = \"{}\"\n[log]\ntarget = \"text\"\n{extra_config}",
+                socket.display(),
+                params_dir.display()
+            ),
+        )?;
+        let notify_path = dir.join("notify.sock");
+        let _ = std::fs::remove_file(&notify_path);
+        let notify = UnixDatagram::bind(&notify_path)?;
+        let exe = std::env::current_exe()?.with_file_name("snarkd");
+        let child = Command::new(&exe)
+            .arg("--config")
+            .arg(&config)
+            .env("NOTIFY_SOCKET", &notify_path)
+            .env_remove("JOURNAL_STREAM")
+            .stdin(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("snarkd.log"))?)
+            .spawn()
+            .with_context(|| format!("cannot start {}", exe.display()))?;
+        notify.set_read_timeout(Some(Duration::from_secs(120)))?;
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = notify.recv(&mut buf).context("snarkd sent no READY=1 within 120 s")?;
+            if String::from_utf8_lossy(&buf[..n]).lines().any(|l| l == "READY=1") {
+                break;
+            }
+        }
+        Ok(TempDaemon { child, socket, dir })
+    }
+
+    pub fn client(&self) -> Client {
+        Client::new(&self.socket)
+    }
+
+    /// SIGTERM, then waits for the drain and a clean exit.
+    pub fn stop(mut self) -> anyhow::Result<()> {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGTERM)?;
+        let status = self.child.wait()?;
+        if !status.success() {
+            bail!("snarkd exited with {status}; log in {}", self.dir.display());
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+        Ok(())
+    }
+}
+
+impl Drop for TempDaemon {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One row of the demo table.
+pub struct DemoRow {
+    pub kind: ProofKind,
+    pub proof_bytes: usize,
+    pub verified: bool,
+    pub timings: Value,
+}
+
+/// Proves every kind of `manifest` through the daemon and checks each proof with the official
+/// verifier.
+pub async fn prove_all(client: &Client, manifest: &Manifest) -> anyhow::Result<Vec<DemoRow>> {
+    let mut rows = vec![];
+    for kind in [ProofKind::WinningPost, ProofKind::WindowPost, ProofKind::PorepC2, ProofKind::SnapDeals] {
+        let file = manifest.requests.get(&kind).with_context(|| format!("manifest has no {kind} request"))?;
+        let request: Value = serde_json::from_slice(&manifest.read(file)?)?;
+        let result = client.call("Prove", vec![request]).await.with_context(|| format!("{kind} through the daemon"))?;
+        let proof = base64::engine::general_purpose::STANDARD
+            .decode(result["proof"].as_str().context("result has no proof")?)?;
+        let verified = crate::proofs::verify::verify_with_api(manifest, kind, &proof)?;
+        rows.push(DemoRow { kind, proof_bytes: proof.len(), verified, timings: result["job"]["timings"].clone() });
+    }
+    Ok(rows)
+}
+
+pub fn print_table(rows: &[DemoRow]) {
+    let cols = ["queue", "params_load", "synthesis", "prove_ntt", "prove_msm", "prove", "verify", "total"];
+    print!("{:<13} {:>6} {:>9}", "kind", "bytes", "verified");
+    for c in cols {
+        print!(" {c:>11}");
+    }
+    println!("   (milliseconds)");
+    for r in rows {
+        print!("{:<13} {:>6} {:>9}", r.kind.name(), r.proof_bytes, if r.verified { "yes" } else { "NO" });
+        for c in cols {
+            print!(" {:>11.1}", r.timings[c].as_f64().unwrap_or(f64::NAN));
+        }
+        println!();
+    }
+}
+
+/// Where the demo keeps its sealed sector and inputs.
+pub fn testdata_dir(params_dir: &Path, sector_size: u64) -> PathBuf {
+    params_dir.join(format!("testdata-{sector_size}"))
+}
+
+/// Makes (or reuses) test data for `sector_size`.
+pub fn ensure_testdata(params_dir: &Path, sector_size: u64) -> anyhow::Result<Manifest> {
+    let dir = testdata_dir(params_dir, sector_size);
+    if let Ok(m) = Manifest::load(&dir) {
+        crate::proofs::verify::use_parameter_dir(params_dir)?;
+        return Ok(m);
+    }
+    let tmp = dir.with_extension("partial");
+    let _ = std::fs::remove_dir_all(&tmp);
+    crate::proofs::testdata::generate(sector_size, &tmp, params_dir)?;
+    std::fs::rename(&tmp, &dir)?;
+    Manifest::load(&dir)
+}
+
+/// Timings of one prover over repeated runs.
+pub struct Samples(pub Vec<Duration>);
+
+impl Samples {
+    pub fn median(&self) -> Duration {
+        let mut v = self.0.clone();
+        v.sort();
+        v[v.len() / 2]
+    }
+}
+
+/// Measures snarkd's CPU pipeline (synthesis + prove + verify, parameters resident) against
+/// filecoin-proofs-api's own prover on the same input, alternating runs so both see the same load.
+pub fn bench_against_api(manifest: &Manifest, kind: ProofKind, runs: usize) -> anyhow::Result<(Samples, Samples)> {
+    let request = manifest.request(kind)?;
+    let statement = crate::proofs::prepare(&request)?;
+    let srs = crate::srs::ResidentSrs::new(
+        PathBuf::from(&storage_proofs_core::settings::SETTINGS.parameter_cache),
+        crate::srs::PointCheck::None,
+    );
+    let (srs, _) = srs.get_or_load(&statement.circuit())?;
+    let backend = crate::groth16::CpuBackend::new();
+    let verifier = crate::daemon::groth16_verifier();
+    // Warm-up: the api caches its parameters in memory on first use.
+    crate::proofs::verify::prove_with_api(manifest, kind)?;
+    let (mut ours, mut theirs) = (vec![], vec![]);
+    for _ in 0..runs {
+        let t = Instant::now();
+        let mut proofs = vec![];
+        for partition in 0..statement.partitions() {
+            let w = statement.synthesize(partition)?;
+            proofs.push(backend.prove(w, &srs, &|_| {})?.0);
+        }
+        if !verifier(statement.as_ref(), &srs, &proofs)? {
+            bail!("snarkd's proof did not verify during the benchmark");
+        }
+        ours.push(t.elapsed());
+        let t = Instant::now();
+        crate::proofs::verify::prove_with_api(manifest, kind)?;
+        theirs.push(t.elapsed());
+    }
+    Ok((Samples(ours), Samples(theirs)))
+}
