@@ -21,6 +21,8 @@ use crate::units::Bytes;
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/snarkd/snarkd.toml";
 /// The socket path when neither the config nor a flag names one.
 pub const DEFAULT_SOCKET_PATH: &str = "/run/snarkd/snarkd.sock";
+/// The parameter directory when neither the config nor `FIL_PROOFS_PARAMETER_CACHE` names one.
+pub const DEFAULT_PARAMS_DIR: &str = "/var/tmp/filecoin-proof-parameters";
 /// The environment prefix; keys are `SNARKD_<SECTION>__<KEY>`, e.g. `SNARKD_PARAMS__DIR`.
 pub const ENV_PREFIX: &str = "SNARKD_";
 
@@ -206,7 +208,7 @@ impl Default for ParamsConfig {
     fn default() -> Self {
         let dir = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
             .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters"));
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMS_DIR));
         ParamsConfig { dir, preload: vec![], check_points: true }
     }
 }
@@ -539,7 +541,8 @@ pub struct ConfigDiff {
     pub restart: Vec<String>,
 }
 
-fn flatten(value: &toml::Value) -> BTreeMap<String, toml::Value> {
+/// Every leaf of a TOML table under its dotted key, e.g. `socket.path`.
+pub fn flatten(value: &toml::Value) -> BTreeMap<String, toml::Value> {
     fn walk(prefix: &str, v: &toml::Value, out: &mut BTreeMap<String, toml::Value>) {
         match v {
             toml::Value::Table(t) => {

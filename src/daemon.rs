@@ -163,7 +163,9 @@ pub async fn run(
         tracing::info!("{note}");
     }
 
-    let (listener, socket_gid) = match server::from_systemd(&config.socket)? {
+    let activated = server::from_systemd(&config.socket)?;
+    let passed_by_systemd = activated.is_some();
+    let (listener, socket_gid) = match activated {
         Some(l) => {
             tracing::info!("using the socket passed by systemd (LISTEN_FDS)");
             l
@@ -205,7 +207,11 @@ pub async fn run(
         notes: parts.notes,
     });
 
-    let rpc = server::serve(listener, &config.socket, crate::rpc::methods::module(state.clone()), state.access.clone());
+    let mut rpc = server::serve(listener, &config.socket, crate::rpc::methods::module(state.clone()), state.access.clone());
+    if passed_by_systemd {
+        // snarkd.socket owns the file and keeps listening across restarts.
+        rpc = rpc.keep_socket_file();
+    }
 
     for circuit in &config.params.preload {
         notify::status(&format!("preloading {circuit}"));

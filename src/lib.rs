@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod config_doc;
 pub mod daemon;
 pub mod engine;
 pub mod error;

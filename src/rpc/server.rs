@@ -163,9 +163,17 @@ pub struct RpcServer {
     connections: Arc<Semaphore>,
     max_connections: u32,
     accept_loop: tokio::task::JoinHandle<()>,
+    /// False for a socket passed by systemd: its socket unit owns the file and keeps listening.
+    remove_socket: bool,
 }
 
 impl RpcServer {
+    /// Leaves the socket file in place on stop, for a socket passed by systemd.
+    pub fn keep_socket_file(mut self) -> Self {
+        self.remove_socket = false;
+        self
+    }
+
     /// Stops accepting, lets in-flight requests finish (up to `grace`), and removes the socket.
     pub async fn stop(self, grace: Duration) {
         let _ = self.handle.stop();
@@ -173,6 +181,9 @@ impl RpcServer {
         let all = self.connections.acquire_many(self.max_connections);
         if tokio::time::timeout(grace, all).await.is_err() {
             tracing::warn!("connections still open after {grace:?}; closing them");
+        }
+        if !self.remove_socket {
+            return;
         }
         if let Err(e) = std::fs::remove_file(&self.path) {
             if e.kind() != std::io::ErrorKind::NotFound {
@@ -240,7 +251,7 @@ pub fn serve(
             });
         }
     });
-    RpcServer { path: cfg.path.clone(), handle: server_handle, connections, max_connections, accept_loop }
+    RpcServer { path: cfg.path.clone(), handle: server_handle, connections, max_connections, accept_loop, remove_socket: true }
 }
 
 type Builder = jsonrpsee::server::TowerServiceBuilder<tower::layer::util::Identity, tower::layer::util::Identity>;
