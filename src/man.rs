@@ -144,37 +144,48 @@ fn commands_section(cmd: &Command) -> String {
     cmd.build();
     let mut p = Page::new();
     p.section("COMMANDS");
+    command_items(&mut p, cmd.get_name(), &cmd);
+    p.finish()
+}
+
+/// One item per subcommand of `cmd` with its own flags, recursing into nested subcommands
+/// (`snarkctl params generate`), so every flag of every command is in the page.
+fn command_items(p: &mut Page, prefix: &str, cmd: &Command) {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+        let name = format!("{prefix} {}", sub.get_name());
         let own: Vec<&Arg> = sub
             .get_arguments()
             .filter(|a| !a.is_global_set() && !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version"))
             .collect();
-        let mut term = vec![bold(format!("{} {}", cmd.get_name(), sub.get_name()))];
-        for arg in own.iter().filter(|a| a.is_positional()) {
-            term.push(roman(" "));
-            term.extend(arg_term(arg));
-        }
-        if own.iter().any(|a| !a.is_positional()) {
-            term.push(roman(" [options]"));
-        }
-        let about = sub.get_about().map(|s| s.to_string()).unwrap_or_default();
-        p.item(term, &about);
-        if own.iter().any(|a| !a.is_positional() || a.get_help().is_some()) {
-            p.indent();
-            // A positional without help is already named in the usage line.
-            for arg in own.into_iter().filter(|a| !a.is_positional() || a.get_help().is_some()) {
-                let help = arg.get_help().map(|s| s.to_string()).unwrap_or_default();
-                let default = arg
-                    .get_default_values()
-                    .first()
-                    .map(|d| format!(" [default: {}]", d.to_string_lossy()))
-                    .unwrap_or_default();
-                p.item(arg_term(arg), &format!("{help}{default}"));
+        let nested = sub.get_subcommands().any(|s| s.get_name() != "help");
+        if !nested || !own.is_empty() {
+            let mut term = vec![bold(name.clone())];
+            for arg in own.iter().filter(|a| a.is_positional()) {
+                term.push(roman(" "));
+                term.extend(arg_term(arg));
             }
-            p.outdent();
+            if own.iter().any(|a| !a.is_positional()) {
+                term.push(roman(" [options]"));
+            }
+            let about = sub.get_about().map(|s| s.to_string()).unwrap_or_default();
+            p.item(term, &about);
+            if own.iter().any(|a| !a.is_positional() || a.get_help().is_some()) {
+                p.indent();
+                // A positional without help is already named in the usage line.
+                for arg in own.into_iter().filter(|a| !a.is_positional() || a.get_help().is_some()) {
+                    let help = arg.get_help().map(|s| s.to_string()).unwrap_or_default();
+                    let default = arg
+                        .get_default_values()
+                        .first()
+                        .map(|d| format!(" [default: {}]", d.to_string_lossy()))
+                        .unwrap_or_default();
+                    p.item(arg_term(arg), &format!("{help}{default}"));
+                }
+                p.outdent();
+            }
         }
+        command_items(p, &name, sub);
     }
-    p.finish()
 }
 
 fn exit_status_section(p: &mut Page, config_code: bool) {
