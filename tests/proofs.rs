@@ -183,6 +183,11 @@ fn bad_requests_name_the_field() {
             "vanilla_proofs: 3 sector proofs exceed the 2 sectors of one WindowPoSt partition",
         ),
         (with(&window, "vanilla_proofs", json!([])), BadInput, "vanilla_proofs: empty"),
+        (
+            with(&window, "vanilla_proofs", json!([vanilla, vanilla])),
+            BadInput,
+            "vanilla_proofs: sectors must be in ascending order of sector number (7 before 7)",
+        ),
         (with(&window, "vanilla_proofs", json!(["%%"])), BadInput, "vanilla_proofs[0]: not valid base64"),
         (with(&window, "vanilla_proofs", json!([b64(&hostile)])), BadInput, "vanilla_proofs[0]: not a valid bincode proof"),
         (with(&window, "partition_index", json!(-1)), BadInput, "partition_index: invalid value"),
@@ -266,6 +271,12 @@ fn statements_use_production_circuit_ids() {
 
 #[test]
 fn circuit_sizes_match_table() {
+    for size in [2u64 << 10, 8 << 20] {
+        for kind in ProofKind::ALL {
+            let blank = paramgen::blank_circuit_size(kind, size).unwrap();
+            assert_eq!(blank, proofs::circuit_size(kind, size), "{kind} at {size}");
+        }
+    }
     for kind in ProofKind::ALL {
         let measured = proofs::measure(&manifest().request(kind).unwrap(), 0).unwrap();
         let table = proofs::circuit_size(kind, SECTOR_SIZE);

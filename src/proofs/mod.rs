@@ -114,7 +114,7 @@ pub fn measure(req: &ProofRequest, partition: usize) -> Result<CircuitSize, Snar
 trait Prepared: Statement {
     fn reference_proof(&self, partition: usize, params: &Parameters<Bls12>) -> Result<Proof<Bls12>, SnarkError>;
     fn measure(&self, partition: usize) -> Result<CircuitSize, SnarkError>;
-    /// `Box<dyn Prepared>` as `Box<dyn Statement>` (trait upcasting needs a newer rustc than ours).
+    /// `Box<dyn Prepared>` as `Box<dyn Statement>`: trait upcasting is newer than our rust-version.
     fn into_statement(self: Box<Self>) -> Box<dyn Statement>;
 }
 
