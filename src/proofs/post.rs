@@ -102,7 +102,8 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     if let Some(w) = vanilla.windows(2).find(|w| w[0].sector_id >= w[1].sector_id) {
         return Err(SnarkError::bad_input(format!(
             "vanilla_proofs: sectors must be in ascending order of sector number ({} before {})",
-            w[0].sector_id, w[1].sector_id
+            u64::from(w[0].sector_id),
+            u64::from(w[1].sector_id)
         )));
     }
 

@@ -261,8 +261,7 @@ impl<'de> Deserialize<'de> for Bytes32 {
 }
 
 /// A WindowPoSt or WinningPoSt proof type: its name (`StackedDrgWindow2KiBV1_2`) or the number
-/// filecoin-ffi and go-state-types use for it. Unknown values are kept so that the error can name
-/// the field and the value.
+/// filecoin-ffi and go-state-types use for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoStProofType(pub RegisteredPoStProof);
 
