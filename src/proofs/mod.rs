@@ -174,8 +174,9 @@ fn field_element(name: &str, bytes: &Bytes32) -> Result<Fr, SnarkError> {
 }
 
 /// Decodes one bincode value exactly as filecoin-proofs' `bincode::deserialize` does (fixed-width
-/// integers, trailing bytes allowed), but never reads more than the input holds: a hostile length
-/// prefix fails before anything is allocated for it.
+/// integers, trailing bytes allowed), but limited to the input's length: bincode's limit counts
+/// bytes read, and a byte string whose length prefix claims more than the input holds fails before
+/// it is allocated (sequences only preallocate serde's cautious cap and grow as elements decode).
 fn decode_bincode<T: serde::de::DeserializeOwned>(name: &str, bytes: &[u8]) -> Result<T, SnarkError> {
     bincode::DefaultOptions::new()
         .with_fixint_encoding()
