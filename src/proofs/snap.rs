@@ -18,8 +18,8 @@ use storage_proofs_update::{
 
 use super::shape::with_tree;
 use super::{
-    check_partition, decode_bincode, field_element, guarded, measure_circuit, reference_prove, synthesize_circuit, Base64Bytes,
-    Bytes32, CircuitSize, Prepared, ProofKind, Statement,
+    check_partition, decode_bincode, evaluate_circuit, field_element, guarded, measure_circuit, reference_prove,
+    synthesize_circuit, Base64Bytes, Bytes32, CircuitSize, Prepared, ProofKind, Statement,
 };
 use crate::error::SnarkError;
 use crate::groth16::Witness;
@@ -96,11 +96,10 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         ));
     }
 
-    let circuit = CircuitId(
-        <EmptySectorUpdateCompound<Tree> as CacheableParameters<EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(
-            &pub_params,
-        ),
-    );
+    let circuit = CircuitId(<EmptySectorUpdateCompound<Tree> as CacheableParameters<
+        EmptySectorUpdateCircuit<Tree>,
+        _,
+    >>::cache_identifier(&pub_params));
     Ok(Box::new(Snap::<Tree> {
         circuit,
         size: super::circuit_size(ProofKind::SnapDeals, u64::from(proof.sector_size())),
@@ -111,7 +110,10 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
-    fn partition_circuit(&self, partition: usize) -> Result<anyhow::Result<EmptySectorUpdateCircuit<Tree>>, SnarkError> {
+    fn partition_circuit(
+        &self,
+        partition: usize,
+    ) -> Result<anyhow::Result<EmptySectorUpdateCircuit<Tree>>, SnarkError> {
         check_partition(partition, self.vanilla.len())?;
         Ok(<EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::circuit(
             &self.pub_inputs,
@@ -129,6 +131,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Prepared for Snap<Tr
     }
     fn measure(&self, partition: usize) -> Result<CircuitSize, SnarkError> {
         measure_circuit(partition, self.partition_circuit(partition)?)
+    }
+    fn check(&self, partition: usize) -> Result<Vec<blstrs::Scalar>, SnarkError> {
+        evaluate_circuit(partition, self.partition_circuit(partition)?)
     }
     fn into_statement(self: Box<Self>) -> Box<dyn Statement> {
         self
