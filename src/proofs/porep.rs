@@ -113,9 +113,9 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         replica_id,
         tau: Some(stacked::Tau {
             comm_d: guarded("c1_output: comm_d", || {
-                Ok(<DefaultPieceHasher as Hasher>::Domain::try_from_bytes(&c1.comm_d)?)
+                <DefaultPieceHasher as Hasher>::Domain::try_from_bytes(&c1.comm_d)
             })?,
-            comm_r: guarded("c1_output: comm_r", || Ok(<Tree::Hasher as Hasher>::Domain::try_from_bytes(&c1.comm_r)?))?,
+            comm_r: guarded("c1_output: comm_r", || <Tree::Hasher as Hasher>::Domain::try_from_bytes(&c1.comm_r))?,
         }),
         k: None,
         seed: Some(c1.seed),
@@ -171,7 +171,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         check_partition(partition, self.partitions())?;
         Ok(<Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
             &self.pub_inputs,
-            Default::default(),
+            (),
             &self.vanilla[partition],
             &self.pub_params,
             Some(partition),

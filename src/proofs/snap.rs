@@ -71,9 +71,9 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 
     let pub_inputs = PublicInputs {
         k: partitions,
-        comm_r_old: guarded("comm_r_old", || Ok(TreeRDomain::try_from_bytes(&comm_r_old.0)?))?,
-        comm_d_new: guarded("comm_d_new", || Ok(TreeDDomain::try_from_bytes(&comm_d_new.0)?))?,
-        comm_r_new: guarded("comm_r_new", || Ok(TreeRDomain::try_from_bytes(&comm_r_new.0)?))?,
+        comm_r_old: guarded("comm_r_old", || TreeRDomain::try_from_bytes(&comm_r_old.0))?,
+        comm_d_new: guarded("comm_d_new", || TreeDDomain::try_from_bytes(&comm_d_new.0))?,
+        comm_r_new: guarded("comm_r_new", || TreeRDomain::try_from_bytes(&comm_r_new.0))?,
         h: config.h,
     };
     let setup = compound_proof::SetupParams {
@@ -117,7 +117,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
         check_partition(partition, self.vanilla.len())?;
         Ok(<EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::circuit(
             &self.pub_inputs,
-            Default::default(),
+            (),
             &self.vanilla[partition],
             &self.pub_params,
             Some(partition),

@@ -137,12 +137,12 @@ pub fn generate(sector_size: u64, out: &Path, params_dir: &Path) -> anyhow::Resu
     let p1 = seal_pre_commit_phase1(
         seal,
         &cache,
-        &work.join("staged"),
+        work.join("staged"),
         &sealed,
         prover.0,
         sector_id,
         ticket,
-        &[piece.clone()],
+        std::slice::from_ref(&piece),
     )
     .context("seal_pre_commit_phase1")?;
     let p2 = seal_pre_commit_phase2(p1, &cache, &sealed).context("seal_pre_commit_phase2")?;
@@ -163,7 +163,7 @@ pub fn generate(sector_size: u64, out: &Path, params_dir: &Path) -> anyhow::Resu
         &update_cache,
         &sealed,
         &cache,
-        &work.join("staged-update"),
+        work.join("staged-update"),
         &[new_piece],
     )
     .context("empty_sector_update_encode_into")?;
