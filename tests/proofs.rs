@@ -77,7 +77,10 @@ fn prover_id_matches_filecoin_ffi() {
     expected[..2].copy_from_slice(&[0xe8, 0x07]);
     assert_eq!(prover_id::from_miner_id(1000), Bytes32(expected));
     assert_eq!(prover_id::from_miner_id(0), Bytes32([0; 32]));
-    assert_eq!(prover_id::from_miner_id(u64::MAX).0[..10], [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+    assert_eq!(
+        prover_id::from_miner_id(u64::MAX).0[..10],
+        [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]
+    );
 }
 
 #[test]
@@ -183,15 +186,20 @@ fn bad_requests_name_the_field() {
             "vanilla_proofs: 3 sector proofs exceed the 2 sectors of one WindowPoSt partition",
         ),
         (with(&window, "vanilla_proofs", json!([])), BadInput, "vanilla_proofs: empty"),
+        (
+            with(&window, "vanilla_proofs", json!([vanilla, vanilla])),
+            BadInput,
+            "vanilla_proofs: sectors must be in ascending order of sector number (7 before 7)",
+        ),
         (with(&window, "vanilla_proofs", json!(["%%"])), BadInput, "vanilla_proofs[0]: not valid base64"),
-        (with(&window, "vanilla_proofs", json!([b64(&hostile)])), BadInput, "vanilla_proofs[0]: not a valid bincode proof"),
+        (
+            with(&window, "vanilla_proofs", json!([b64(&hostile)])),
+            BadInput,
+            "vanilla_proofs[0]: not a valid bincode proof",
+        ),
         (with(&window, "partition_index", json!(-1)), BadInput, "partition_index: invalid value"),
         (with(&window, "prover_id", b64(&[0; 32])), BadInput, "miner_id: give either miner_id or prover_id"),
-        (
-            with(&winning, "randomness", m.window_post.randomness.0.to_vec().into()),
-            BadInput,
-            "vanilla_proofs: ",
-        ),
+        (with(&winning, "randomness", m.window_post.randomness.0.to_vec().into()), BadInput, "vanilla_proofs: "),
         (with(&winning, "minerid", json!(1)), BadInput, "minerid: unknown field"),
         (with(&winning, "kind", json!("winning")), BadInput, "kind: unknown value"),
         (with(&porep, "c1_output", b64(&c1[..499])), BadInput, "c1_output: truncated JSON at line 1 column 499"),
@@ -227,7 +235,8 @@ fn bad_requests_name_the_field() {
 /// vanilla proofs instead of failing on the size.
 #[test]
 fn every_sector_size_dispatches() {
-    let sizes = [("2KiB", 2u64 << 10), ("8MiB", 8 << 20), ("512MiB", 512 << 20), ("32GiB", 32 << 30), ("64GiB", 64 << 30)];
+    let sizes =
+        [("2KiB", 2u64 << 10), ("8MiB", 8 << 20), ("512MiB", 512 << 20), ("32GiB", 32 << 30), ("64GiB", 64 << 30)];
     for (name, size) in sizes {
         for (kind, proof) in [
             ("window_post", format!("StackedDrgWindow{name}V1_2")),
@@ -266,6 +275,12 @@ fn statements_use_production_circuit_ids() {
 
 #[test]
 fn circuit_sizes_match_table() {
+    for size in [2u64 << 10, 8 << 20] {
+        for kind in ProofKind::ALL {
+            let blank = paramgen::blank_circuit_size(kind, size).unwrap();
+            assert_eq!(blank, proofs::circuit_size(kind, size), "{kind} at {size}");
+        }
+    }
     for kind in ProofKind::ALL {
         let measured = proofs::measure(&manifest().request(kind).unwrap(), 0).unwrap();
         let table = proofs::circuit_size(kind, SECTOR_SIZE);
@@ -273,6 +288,17 @@ fn circuit_sizes_match_table() {
         assert_eq!(measured.inputs, statement.public_inputs(0).unwrap().len() as u64 + 1, "{kind}");
         assert_eq!(measured, table, "{kind}");
         assert_eq!(statement.witness_bytes(), table.witness_bytes());
+    }
+}
+
+/// Without parameters: each kind's circuit, run on the testdata, satisfies every constraint and
+/// allocates exactly the public inputs the verifier uses.
+#[test]
+fn circuits_hold_on_testdata() {
+    for kind in ProofKind::ALL {
+        let start = Instant::now();
+        proofs::check_circuit(&manifest().request(kind).unwrap(), 0).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        eprintln!("{kind}: circuit checked in {:.1?}", start.elapsed());
     }
 }
 
@@ -326,14 +352,31 @@ fn reference_proof_verifies_snap_deals() {
 }
 
 /// The testdata is what filecoin-proofs' own provers accept: their proofs verify.
-#[test]
-fn api_provers_accept_testdata() {
+fn api_prover_accepts_testdata(kind: ProofKind) {
     let m = manifest();
-    paramgen::generate(SECTOR_SIZE, &ProofKind::ALL, &params_dir(), &|line| eprintln!("{line}")).unwrap();
-    for kind in ProofKind::ALL {
-        let start = Instant::now();
-        let proof = prove_with_api(m, kind).unwrap();
-        eprintln!("{kind}: filecoin-proofs-api proved in {:.1?}", start.elapsed());
-        assert!(verify_with_api(m, kind, &proof).unwrap(), "{kind}");
-    }
+    paramgen::generate(SECTOR_SIZE, &[kind], &params_dir(), &|line| eprintln!("{line}")).unwrap();
+    let start = Instant::now();
+    let proof = prove_with_api(m, kind).unwrap();
+    eprintln!("{kind}: filecoin-proofs-api proved in {:.1?}", start.elapsed());
+    assert!(verify_with_api(m, kind, &proof).unwrap(), "{kind}");
+}
+
+#[test]
+fn api_prover_accepts_testdata_window_post() {
+    api_prover_accepts_testdata(ProofKind::WindowPost);
+}
+
+#[test]
+fn api_prover_accepts_testdata_winning_post() {
+    api_prover_accepts_testdata(ProofKind::WinningPost);
+}
+
+#[test]
+fn api_prover_accepts_testdata_porep_c2() {
+    api_prover_accepts_testdata(ProofKind::PorepC2);
+}
+
+#[test]
+fn api_prover_accepts_testdata_snap_deals() {
+    api_prover_accepts_testdata(ProofKind::SnapDeals);
 }

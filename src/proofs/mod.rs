@@ -17,6 +17,7 @@ use crate::groth16::Witness;
 use crate::srs::CircuitId;
 use crate::units::Bytes;
 
+mod check;
 pub mod paramgen;
 mod porep;
 mod post;
@@ -109,12 +110,31 @@ pub fn measure(req: &ProofRequest, partition: usize) -> Result<CircuitSize, Snar
     prepare_any(req)?.measure(partition)
 }
 
-/// A statement that can also hand its circuits to bellperson ([`reference_proof`]) and to the
-/// counter ([`measure`]).
+/// Evaluates one partition's circuit for `req` and checks that every constraint holds and that the
+/// inputs it allocates are [`Statement::public_inputs`]: the circuit half of [`reference_proof`],
+/// without parameters.
+pub fn check_circuit(req: &ProofRequest, partition: usize) -> Result<(), SnarkError> {
+    let prepared = prepare_any(req)?;
+    let allocated = prepared.check(partition)?;
+    let expected = prepared.public_inputs(partition)?;
+    if allocated != expected {
+        return Err(SnarkError::internal(format!(
+            "partition {partition}: the circuit allocates {} inputs that differ from the {} public inputs",
+            allocated.len(),
+            expected.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A statement that can also hand its circuits to bellperson ([`reference_proof`]), to the
+/// counter ([`measure`]) and to the checker ([`check_circuit`]).
 trait Prepared: Statement {
     fn reference_proof(&self, partition: usize, params: &Parameters<Bls12>) -> Result<Proof<Bls12>, SnarkError>;
     fn measure(&self, partition: usize) -> Result<CircuitSize, SnarkError>;
-    /// `Box<dyn Prepared>` as `Box<dyn Statement>` (trait upcasting needs a newer rustc than ours).
+    /// The circuit's allocated public inputs, once every constraint is known to hold.
+    fn check(&self, partition: usize) -> Result<Vec<Fr>, SnarkError>;
+    /// `Box<dyn Prepared>` as `Box<dyn Statement>`: trait upcasting is newer than our rust-version.
     fn into_statement(self: Box<Self>) -> Box<dyn Statement>;
 }
 
@@ -174,8 +194,9 @@ fn field_element(name: &str, bytes: &Bytes32) -> Result<Fr, SnarkError> {
 }
 
 /// Decodes one bincode value exactly as filecoin-proofs' `bincode::deserialize` does (fixed-width
-/// integers, trailing bytes allowed), but never reads more than the input holds: a hostile length
-/// prefix fails before anything is allocated for it.
+/// integers, trailing bytes allowed), but limited to the input's length: bincode's limit counts
+/// bytes read, and a byte string whose length prefix claims more than the input holds fails before
+/// it is allocated (sequences only preallocate serde's cautious cap and grow as elements decode).
 fn decode_bincode<T: serde::de::DeserializeOwned>(name: &str, bytes: &[u8]) -> Result<T, SnarkError> {
     bincode::DefaultOptions::new()
         .with_fixint_encoding()
@@ -220,6 +241,10 @@ fn reference_prove<C: Circuit<Fr> + Send>(
 fn measure_circuit<C: Circuit<Fr>>(partition: usize, circuit: anyhow::Result<C>) -> Result<CircuitSize, SnarkError> {
     size::Counter::measure(built(partition, circuit)?)
         .map_err(|e| SnarkError::internal(format!("partition {partition}: counting failed: {e}")))
+}
+
+fn evaluate_circuit<C: Circuit<Fr>>(partition: usize, circuit: anyhow::Result<C>) -> Result<Vec<Fr>, SnarkError> {
+    check::check(built(partition, circuit)?).map_err(|e| SnarkError::internal(format!("partition {partition}: {e}")))
 }
 
 /// The inputs were validated when the statement was prepared, so a circuit that cannot be built

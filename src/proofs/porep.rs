@@ -14,22 +14,27 @@ use filecoin_proofs_api::{ApiFeature, RegisteredSealProof};
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::parameter_cache::CacheableParameters;
-use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg};
 use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg};
 
 use super::shape::with_tree;
-use super::{check_partition, field_element, guarded, measure_circuit, reference_prove, synthesize_circuit, Bytes32, CircuitSize, Prepared, ProofKind, Statement};
+use super::{
+    check_partition, evaluate_circuit, field_element, guarded, measure_circuit, reference_prove, synthesize_circuit,
+    Bytes32, CircuitSize, Prepared, ProofKind, Statement,
+};
 use crate::error::SnarkError;
-use bellperson::groth16::{Parameters, Proof};
-use blstrs::Bls12;
 use crate::groth16::Witness;
 use crate::srs::CircuitId;
 use crate::units::Bytes;
+use bellperson::groth16::{Parameters, Proof};
+use blstrs::Bls12;
 
 type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
 type Circuit<Tree> = StackedCircuit<Tree, DefaultPieceHasher>;
-type PublicInputs<Tree> =
-    stacked::PublicInputs<<<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain, <DefaultPieceHasher as Hasher>::Domain>;
+type PublicInputs<Tree> = stacked::PublicInputs<
+    <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain,
+    <DefaultPieceHasher as Hasher>::Domain,
+>;
 
 struct Porep<Tree: 'static + MerkleTreeTrait> {
     circuit: CircuitId,
@@ -77,13 +82,8 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     field_element("c1_output: comm_r", &Bytes32(c1.comm_r))?;
 
     // What `verify_seal` will derive; C1 recorded what sealing used.
-    let expected = generate_replica_id::<Tree::Hasher, _>(
-        &prover_id.0,
-        sector_number,
-        &c1.ticket,
-        c1.comm_d,
-        &config.porep_id,
-    );
+    let expected =
+        generate_replica_id::<Tree::Hasher, _>(&prover_id.0, sector_number, &c1.ticket, c1.comm_d, &config.porep_id);
     let replica_id: <Tree::Hasher as Hasher>::Domain = blstrs::Scalar::from(c1.replica_id).into();
     if expected != replica_id {
         return Err(SnarkError::bad_input(
@@ -112,8 +112,10 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     let pub_inputs = stacked::PublicInputs {
         replica_id,
         tau: Some(stacked::Tau {
-            comm_d: guarded("c1_output: comm_d", || Ok(<DefaultPieceHasher as Hasher>::Domain::try_from_bytes(&c1.comm_d)?))?,
-            comm_r: guarded("c1_output: comm_r", || Ok(<Tree::Hasher as Hasher>::Domain::try_from_bytes(&c1.comm_r)?))?,
+            comm_d: guarded("c1_output: comm_d", || {
+                <DefaultPieceHasher as Hasher>::Domain::try_from_bytes(&c1.comm_d)
+            })?,
+            comm_r: guarded("c1_output: comm_r", || <Tree::Hasher as Hasher>::Domain::try_from_bytes(&c1.comm_r))?,
         }),
         k: None,
         seed: Some(c1.seed),
@@ -169,7 +171,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         check_partition(partition, self.partitions())?;
         Ok(<Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
             &self.pub_inputs,
-            Default::default(),
+            (),
             &self.vanilla[partition],
             &self.pub_params,
             Some(partition),
@@ -183,6 +185,9 @@ impl<Tree: 'static + MerkleTreeTrait> Prepared for Porep<Tree> {
     }
     fn measure(&self, partition: usize) -> Result<CircuitSize, SnarkError> {
         measure_circuit(partition, self.partition_circuit(partition)?)
+    }
+    fn check(&self, partition: usize) -> Result<Vec<blstrs::Scalar>, SnarkError> {
+        evaluate_circuit(partition, self.partition_circuit(partition)?)
     }
     fn into_statement(self: Box<Self>) -> Box<dyn Statement> {
         self

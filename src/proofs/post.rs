@@ -21,8 +21,8 @@ use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCircuit, Fal
 
 use super::shape::with_tree;
 use super::{
-    check_partition, decode_bincode, field_element, guarded, measure_circuit, reference_prove, synthesize_circuit, Base64Bytes,
-    Bytes32, CircuitSize, Prepared, ProofKind, Statement,
+    check_partition, decode_bincode, evaluate_circuit, field_element, guarded, measure_circuit, reference_prove,
+    synthesize_circuit, Base64Bytes, Bytes32, CircuitSize, Prepared, ProofKind, Statement,
 };
 use crate::error::SnarkError;
 use crate::groth16::Witness;
@@ -56,9 +56,7 @@ pub(super) fn prepare(
         _ => (PoStType::Winning, "WinningPoSt"),
     };
     if proof.typ() != expected {
-        return Err(SnarkError::bad_input(format!(
-            "registered_post_proof: {proof:?} is not a {name} proof type"
-        )));
+        return Err(SnarkError::bad_input(format!("registered_post_proof: {proof:?} is not a {name} proof type")));
     }
     field_element("randomness", &randomness)?;
     let config = proof.as_v1_config();
@@ -80,7 +78,16 @@ pub(super) fn prepare(
         }
         _ => {}
     }
-    with_tree!(u64::from(proof.sector_size()), build, kind, proof, randomness, prover_id, partition_index, vanilla_proofs)
+    with_tree!(
+        u64::from(proof.sector_size()),
+        build,
+        kind,
+        proof,
+        randomness,
+        prover_id,
+        partition_index,
+        vanilla_proofs
+    )
 }
 
 fn build<Tree: 'static + MerkleTreeTrait>(
@@ -102,7 +109,8 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     if let Some(w) = vanilla.windows(2).find(|w| w[0].sector_id >= w[1].sector_id) {
         return Err(SnarkError::bad_input(format!(
             "vanilla_proofs: sectors must be in ascending order of sector number ({} before {})",
-            w[0].sector_id, w[1].sector_id
+            u64::from(w[0].sector_id),
+            u64::from(w[1].sector_id)
         )));
     }
 
@@ -126,14 +134,14 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     };
     // Both helpers check the vanilla proofs against the randomness and prover id.
     let partition = match config.typ {
-        PoStType::Window => guarded("vanilla_proofs", || {
-            single_partition_vanilla_proofs(&config, &pub_params, &pub_inputs, &vanilla)
-        })?,
-        PoStType::Winning => guarded("vanilla_proofs", || {
-            partition_vanilla_proofs(&config, &pub_params, &pub_inputs, 1, &vanilla)
-        })?
-        .pop()
-        .ok_or_else(|| SnarkError::internal("winning post: no partition proof"))?,
+        PoStType::Window => {
+            guarded("vanilla_proofs", || single_partition_vanilla_proofs(&config, &pub_params, &pub_inputs, &vanilla))?
+        }
+        PoStType::Winning => {
+            guarded("vanilla_proofs", || partition_vanilla_proofs(&config, &pub_params, &pub_inputs, 1, &vanilla))?
+                .pop()
+                .ok_or_else(|| SnarkError::internal("winning post: no partition proof"))?
+        }
     };
 
     // `verify_winning_post` lists the one sector once per circuit sector slot, so its challenge
@@ -181,6 +189,9 @@ impl<Tree: 'static + MerkleTreeTrait> Prepared for Post<Tree> {
     }
     fn measure(&self, partition: usize) -> Result<CircuitSize, SnarkError> {
         measure_circuit(partition, self.partition_circuit(partition)?)
+    }
+    fn check(&self, partition: usize) -> Result<Vec<blstrs::Scalar>, SnarkError> {
+        evaluate_circuit(partition, self.partition_circuit(partition)?)
     }
     fn into_statement(self: Box<Self>) -> Box<dyn Statement> {
         self

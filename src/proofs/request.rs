@@ -77,8 +77,7 @@ impl ProofRequest {
 
     /// Parses a request from JSON text.
     pub fn from_json(text: &[u8]) -> Result<ProofRequest, SnarkError> {
-        let value: Value =
-            serde_json::from_slice(text).map_err(|e| SnarkError::bad_input(format!("request: {e}")))?;
+        let value: Value = serde_json::from_slice(text).map_err(|e| SnarkError::bad_input(format!("request: {e}")))?;
         Self::from_value(&value)
     }
 
@@ -86,19 +85,19 @@ impl ProofRequest {
     pub fn from_value(value: &Value) -> Result<ProofRequest, SnarkError> {
         let obj = value.as_object().ok_or_else(|| SnarkError::bad_input("request: expected a JSON object"))?;
         let kind: String = field(obj, "kind")?;
-        let kind = ProofKind::parse(&kind)
-            .filter(|k| k.name() == kind)
-            .ok_or_else(|| {
-                SnarkError::bad_input(format!(
-                    "kind: unknown value {kind:?} (expected porep_c2, window_post, winning_post or snap_deals)"
-                ))
-            })?;
+        let kind = ProofKind::parse(&kind).filter(|k| k.name() == kind).ok_or_else(|| {
+            SnarkError::bad_input(format!(
+                "kind: unknown value {kind:?} (expected porep_c2, window_post, winning_post or snap_deals)"
+            ))
+        })?;
         let allowed: &[&str] = match kind {
             ProofKind::PorepC2 => &["c1_output", "sector_number", "miner_id", "prover_id"],
             ProofKind::WindowPost => {
                 &["registered_post_proof", "randomness", "miner_id", "prover_id", "partition_index", "vanilla_proofs"]
             }
-            ProofKind::WinningPost => &["registered_post_proof", "randomness", "miner_id", "prover_id", "vanilla_proofs"],
+            ProofKind::WinningPost => {
+                &["registered_post_proof", "randomness", "miner_id", "prover_id", "vanilla_proofs"]
+            }
             ProofKind::SnapDeals => {
                 &["registered_update_proof", "vanilla_proofs", "comm_r_old", "comm_r_new", "comm_d_new"]
             }
@@ -246,23 +245,20 @@ impl<'de> Deserialize<'de> for Bytes32 {
             Form::Text(text) if text.len() == 64 => {
                 hex::decode(&text).map_err(|e| serde::de::Error::custom(format!("not valid hex ({e})")))?
             }
-            Form::Text(text) if text.len() == 66 && text.starts_with("0x") => hex::decode(&text[2..])
-                .map_err(|e| serde::de::Error::custom(format!("not valid hex ({e})")))?,
+            Form::Text(text) if text.len() == 66 && text.starts_with("0x") => {
+                hex::decode(&text[2..]).map_err(|e| serde::de::Error::custom(format!("not valid hex ({e})")))?
+            }
             Form::Text(text) => BASE64
                 .decode(text.as_bytes())
                 .map_err(|e| serde::de::Error::custom(format!("not valid base64 or hex ({e})")))?,
         };
         let len = bytes.len();
-        bytes
-            .try_into()
-            .map(Bytes32)
-            .map_err(|_| serde::de::Error::custom(format!("expected 32 bytes, got {len}")))
+        bytes.try_into().map(Bytes32).map_err(|_| serde::de::Error::custom(format!("expected 32 bytes, got {len}")))
     }
 }
 
 /// A WindowPoSt or WinningPoSt proof type: its name (`StackedDrgWindow2KiBV1_2`) or the number
-/// filecoin-ffi and go-state-types use for it. Unknown values are kept so that the error can name
-/// the field and the value.
+/// filecoin-ffi and go-state-types use for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoStProofType(pub RegisteredPoStProof);
 
@@ -325,9 +321,8 @@ fn parse_registered<T: Copy + Serialize, E: serde::de::Error>(
 
 impl<'de> Deserialize<'de> for PoStProofType {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let alias = |s: &str| {
-            s.strip_suffix("V1_1").filter(|p| p.starts_with("StackedDrgWindow")).map(|p| format!("{p}V1_2"))
-        };
+        let alias =
+            |s: &str| s.strip_suffix("V1_1").filter(|p| p.starts_with("StackedDrgWindow")).map(|p| format!("{p}V1_2"));
         parse_registered(Value::deserialize(d)?, &POST_PROOFS, alias).map(PoStProofType)
     }
 }

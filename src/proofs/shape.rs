@@ -42,8 +42,7 @@ pub fn registered(kind: ProofKind, size: u64) -> Result<Registered, SnarkError> 
     use RegisteredSealProof::*;
     Ok(match kind {
         ProofKind::PorepC2 => Registered::Seal(
-            [StackedDrg2KiBV1_1, StackedDrg8MiBV1_1, StackedDrg512MiBV1_1, StackedDrg32GiBV1_1, StackedDrg64GiBV1_1]
-                [i],
+            [StackedDrg2KiBV1_1, StackedDrg8MiBV1_1, StackedDrg512MiBV1_1, StackedDrg32GiBV1_1, StackedDrg64GiBV1_1][i],
         ),
         ProofKind::WindowPost => Registered::PoSt(
             [

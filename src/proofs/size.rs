@@ -1,28 +1,48 @@
-//! How big each circuit is, for the memory budget: synthesizing a blank 32 GiB circuit just to
-//! count it would take minutes, so the counts are measured once (with [`Counter`]) and kept here.
+//! How big each circuit is, for the memory budget: counting a blank 32 GiB circuit takes minutes,
+//! so the counts are made once (with [`Counter`]) and kept here.
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 
 use super::{CircuitSize, ProofKind};
 
-/// The size of `kind`'s circuit at `sector_size`. The 2 KiB rows are exact (the test
-/// `circuit_sizes_match_table` re-measures them); the 32/64 GiB constraint counts are measured,
-/// their aux counts scaled by the 2 KiB aux/constraint ratio of the same kind. 8 MiB and 512 MiB
-/// reuse the 2 KiB row: the same challenge counts with slightly deeper trees.
+/// The size of `kind`'s circuit at `sector_size` (a published size; others get the nearest
+/// larger row). Rows marked "counted" are [`Counter`] runs over the blank circuits
+/// (`paramgen::blank_circuit_size`; the test `circuit_sizes_match_table` re-counts 2 KiB and
+/// 8 MiB). The other 32/64 GiB rows take the constraint counts in notes/filecoin.md (which leave
+/// out the one constraint per input), add the inputs, and scale aux by the 512 MiB aux/constraint
+/// ratio of the same kind: counting them takes minutes each, and a budget needs no more precision.
 pub fn circuit_size(kind: ProofKind, sector_size: u64) -> CircuitSize {
-    let small = sector_size <= 512 << 20;
-    let (constraints, aux, inputs) = match kind {
-        ProofKind::PorepC2 if small => (2_687_921, 2_687_921, 1),
-        ProofKind::PorepC2 => (130_278_541, 130_278_541, 1),
-        ProofKind::SnapDeals if small => (1_705_039, 1_705_039, 1),
-        ProofKind::SnapDeals => (81_049_499, 81_049_499, 1),
-        ProofKind::WindowPost if small => (21_866, 21_866, 1),
-        ProofKind::WindowPost => (129_887_900, 129_887_900, 1),
-        ProofKind::WinningPost if small => (90_750, 90_750, 1),
-        ProofKind::WinningPost => (370_590, 370_590, 1),
+    let row = |constraints, aux, inputs| CircuitSize { constraints, aux, inputs };
+    let noted = |constraints: u64, inputs: u64, aux_per_constraint: f64| {
+        row(constraints + inputs, (constraints as f64 * aux_per_constraint) as u64, inputs)
     };
-    CircuitSize { constraints, aux, inputs }
+    const KIB2: u64 = 2 << 10;
+    const MIB8: u64 = 8 << 20;
+    const MIB512: u64 = 512 << 20;
+    const GIB32: u64 = 32 << 30;
+    match (kind, sector_size) {
+        // counted
+        (ProofKind::PorepC2, ..=KIB2) => row(2_687_961, 2_685_673, 40),
+        (ProofKind::PorepC2, ..=MIB8) => row(3_844_969, 3_842_449, 40),
+        (ProofKind::PorepC2, ..=MIB512) => row(4_423_473, 4_420_837, 40),
+        (ProofKind::PorepC2, ..=GIB32) => row(130_278_869, 130_169_893, 328),
+        (ProofKind::PorepC2, _) => noted(130_278_541, 328, 130_169_893.0 / 130_278_869.0),
+        (ProofKind::WindowPost, ..=KIB2) => row(21_889, 22_128, 23),
+        (ProofKind::WindowPost, ..=MIB8) => row(64_289, 65_088, 23),
+        (ProofKind::WindowPost, ..=MIB512) => row(85_489, 86_568, 23),
+        // 2349 and 2300 sectors per partition, 1 + 11 inputs each
+        (ProofKind::WindowPost, ..=GIB32) => noted(125_279_217, 1 + 2349 * 11, 86_568.0 / 85_489.0),
+        (ProofKind::WindowPost, _) => noted(129_887_900, 1 + 2300 * 11, 86_568.0 / 85_489.0),
+        (ProofKind::WinningPost, ..=KIB2) => row(90_883, 91_674, 133),
+        (ProofKind::WinningPost, ..=MIB8) => row(230_803, 233_442, 133),
+        (ProofKind::WinningPost, ..=MIB512) => row(300_763, 304_326, 133),
+        (ProofKind::WinningPost, _) => noted(370_590, 133, 304_326.0 / 300_763.0),
+        (ProofKind::SnapDeals, ..=KIB2) => row(1_705_044, 1_703_569, 5),
+        (ProofKind::SnapDeals, ..=MIB8) => row(10_007_508, 9_998_039, 5),
+        (ProofKind::SnapDeals, ..=MIB512) => row(57_450_484, 57_401_314, 5),
+        (ProofKind::SnapDeals, _) => noted(81_049_499, 5, 57_401_314.0 / 57_450_484.0),
+    }
 }
 
 /// Counts a circuit's variables and constraints without evaluating any assignment.

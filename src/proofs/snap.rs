@@ -18,8 +18,8 @@ use storage_proofs_update::{
 
 use super::shape::with_tree;
 use super::{
-    check_partition, decode_bincode, field_element, guarded, measure_circuit, reference_prove, synthesize_circuit, Base64Bytes,
-    Bytes32, CircuitSize, Prepared, ProofKind, Statement,
+    check_partition, decode_bincode, evaluate_circuit, field_element, guarded, measure_circuit, reference_prove,
+    synthesize_circuit, Base64Bytes, Bytes32, CircuitSize, Prepared, ProofKind, Statement,
 };
 use crate::error::SnarkError;
 use crate::groth16::Witness;
@@ -71,9 +71,9 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 
     let pub_inputs = PublicInputs {
         k: partitions,
-        comm_r_old: guarded("comm_r_old", || Ok(TreeRDomain::try_from_bytes(&comm_r_old.0)?))?,
-        comm_d_new: guarded("comm_d_new", || Ok(TreeDDomain::try_from_bytes(&comm_d_new.0)?))?,
-        comm_r_new: guarded("comm_r_new", || Ok(TreeRDomain::try_from_bytes(&comm_r_new.0)?))?,
+        comm_r_old: guarded("comm_r_old", || TreeRDomain::try_from_bytes(&comm_r_old.0))?,
+        comm_d_new: guarded("comm_d_new", || TreeDDomain::try_from_bytes(&comm_d_new.0))?,
+        comm_r_new: guarded("comm_r_new", || TreeRDomain::try_from_bytes(&comm_r_new.0))?,
         h: config.h,
     };
     let setup = compound_proof::SetupParams {
@@ -96,11 +96,10 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         ));
     }
 
-    let circuit = CircuitId(
-        <EmptySectorUpdateCompound<Tree> as CacheableParameters<EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(
-            &pub_params,
-        ),
-    );
+    let circuit = CircuitId(<EmptySectorUpdateCompound<Tree> as CacheableParameters<
+        EmptySectorUpdateCircuit<Tree>,
+        _,
+    >>::cache_identifier(&pub_params));
     Ok(Box::new(Snap::<Tree> {
         circuit,
         size: super::circuit_size(ProofKind::SnapDeals, u64::from(proof.sector_size())),
@@ -111,11 +110,14 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Snap<Tree> {
-    fn partition_circuit(&self, partition: usize) -> Result<anyhow::Result<EmptySectorUpdateCircuit<Tree>>, SnarkError> {
+    fn partition_circuit(
+        &self,
+        partition: usize,
+    ) -> Result<anyhow::Result<EmptySectorUpdateCircuit<Tree>>, SnarkError> {
         check_partition(partition, self.vanilla.len())?;
         Ok(<EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::circuit(
             &self.pub_inputs,
-            Default::default(),
+            (),
             &self.vanilla[partition],
             &self.pub_params,
             Some(partition),
@@ -129,6 +131,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Prepared for Snap<Tr
     }
     fn measure(&self, partition: usize) -> Result<CircuitSize, SnarkError> {
         measure_circuit(partition, self.partition_circuit(partition)?)
+    }
+    fn check(&self, partition: usize) -> Result<Vec<blstrs::Scalar>, SnarkError> {
+        evaluate_circuit(partition, self.partition_circuit(partition)?)
     }
     fn into_statement(self: Box<Self>) -> Box<dyn Statement> {
         self

@@ -134,8 +134,17 @@ pub fn generate(sector_size: u64, out: &Path, params_dir: &Path) -> anyhow::Resu
     // PoRep: stage one piece filling the sector, seal it and take the C1 output.
     let piece = stage_piece(seal, &work.join("staged"))?;
     fs::File::create(&sealed)?;
-    let p1 = seal_pre_commit_phase1(seal, &cache, &work.join("staged"), &sealed, prover.0, sector_id, ticket, &[piece.clone()])
-        .context("seal_pre_commit_phase1")?;
+    let p1 = seal_pre_commit_phase1(
+        seal,
+        &cache,
+        work.join("staged"),
+        &sealed,
+        prover.0,
+        sector_id,
+        ticket,
+        std::slice::from_ref(&piece),
+    )
+    .context("seal_pre_commit_phase1")?;
     let p2 = seal_pre_commit_phase2(p1, &cache, &sealed).context("seal_pre_commit_phase2")?;
     let (comm_r, comm_d) = (p2.comm_r, p2.comm_d);
     let c1 = seal_commit_phase1(&cache, &sealed, prover.0, sector_id, ticket, seed, p2, &[piece])
@@ -154,7 +163,7 @@ pub fn generate(sector_size: u64, out: &Path, params_dir: &Path) -> anyhow::Resu
         &update_cache,
         &sealed,
         &cache,
-        &work.join("staged-update"),
+        work.join("staged-update"),
         &[new_piece],
     )
     .context("empty_sector_update_encode_into")?;
