@@ -1,0 +1,149 @@
+// One Montgomery-form prime field template over 32-bit limbs; curves only add constants.
+//
+// Elements are stored exactly as blst stores them (little-endian limbs, Montgomery form with
+// R = 2^(32*N)), so buffers copied from blstrs are used as they are. Every operation returns a
+// fully reduced value (< P): the moduli used here leave at least one spare top bit, so sums never
+// overflow N limbs.
+#pragma once
+#include <cstdint>
+
+template <class C>
+struct mont_t {
+    static constexpr int N = C::N;
+    uint32_t l[N];
+
+    __device__ __forceinline__ static mont_t zero() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = 0;
+        return r;
+    }
+    __device__ __forceinline__ static mont_t one() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = C::one(i);
+        return r;
+    }
+    __device__ __forceinline__ bool is_zero() const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= l[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ bool operator==(const mont_t& b) const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= l[i] ^ b.l[i];
+        return acc == 0;
+    }
+
+    // r = r - P when r >= P.
+    __device__ __forceinline__ void final_sub() {
+        uint32_t t[N];
+        uint64_t borrow = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            uint64_t d = (uint64_t)l[i] - C::p(i) - borrow;
+            t[i] = (uint32_t)d;
+            borrow = (d >> 32) & 1;
+        }
+        if (!borrow) {
+#pragma unroll
+            for (int i = 0; i < N; i++) l[i] = t[i];
+        }
+    }
+
+    __device__ __forceinline__ friend mont_t operator+(const mont_t& a, const mont_t& b) {
+        mont_t r;
+        uint64_t c = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            c += (uint64_t)a.l[i] + b.l[i];
+            r.l[i] = (uint32_t)c;
+            c >>= 32;
+        }
+        r.final_sub();
+        return r;
+    }
+    __device__ __forceinline__ friend mont_t operator-(const mont_t& a, const mont_t& b) {
+        mont_t r;
+        uint64_t borrow = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            uint64_t d = (uint64_t)a.l[i] - b.l[i] - borrow;
+            r.l[i] = (uint32_t)d;
+            borrow = (d >> 32) & 1;
+        }
+        if (borrow) {
+            uint64_t c = 0;
+#pragma unroll
+            for (int i = 0; i < N; i++) {
+                c += (uint64_t)r.l[i] + C::p(i);
+                r.l[i] = (uint32_t)c;
+                c >>= 32;
+            }
+        }
+        return r;
+    }
+    __device__ __forceinline__ mont_t neg() const {
+        if (is_zero()) return *this;
+        mont_t r;
+        uint64_t borrow = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            uint64_t d = (uint64_t)C::p(i) - l[i] - borrow;
+            r.l[i] = (uint32_t)d;
+            borrow = (d >> 32) & 1;
+        }
+        return r;
+    }
+    __device__ __forceinline__ mont_t dbl() const { return *this + *this; }
+
+    // CIOS Montgomery multiplication: a * b / R mod P. Not inlined: one copy per field keeps
+    // nvcc's time on the curve kernels to seconds (arguments and result travel in registers).
+    static __device__ __noinline__ mont_t mul(const mont_t a, const mont_t b) {
+        uint32_t t[N + 2];
+#pragma unroll
+        for (int i = 0; i < N + 2; i++) t[i] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            uint64_t c = 0;
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                c += (uint64_t)a.l[j] * b.l[i] + t[j];
+                t[j] = (uint32_t)c;
+                c >>= 32;
+            }
+            c += t[N];
+            t[N] = (uint32_t)c;
+            t[N + 1] = (uint32_t)(c >> 32);
+
+            uint32_t m = t[0] * C::M0;
+            c = ((uint64_t)m * C::p(0) + t[0]) >> 32;
+#pragma unroll
+            for (int j = 1; j < N; j++) {
+                c += (uint64_t)m * C::p(j) + t[j];
+                t[j - 1] = (uint32_t)c;
+                c >>= 32;
+            }
+            c += t[N];
+            t[N - 1] = (uint32_t)c;
+            t[N] = t[N + 1] + (uint32_t)(c >> 32);
+        }
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = t[i];
+        r.final_sub();
+        return r;
+    }
+    __device__ __forceinline__ friend mont_t operator*(const mont_t& a, const mont_t& b) { return mul(a, b); }
+    __device__ __forceinline__ mont_t sqr() const { return mul(*this, *this); }
+
+    // Montgomery form -> canonical integer (multiply by 1 / R).
+    __device__ __forceinline__ mont_t from_mont() const {
+        mont_t one_raw;
+#pragma unroll
+        for (int i = 0; i < N; i++) one_raw.l[i] = i == 0 ? 1 : 0;
+        return *this * one_raw;
+    }
+};

@@ -1,0 +1,266 @@
+//! G1 and G2 multi-scalar multiplication on the device (Pippenger; see cuda/msm/pippenger.cuh).
+//!
+//! Bases stay resident in [`DeviceBases`]; each call uploads (or is handed) the scalars, splits off
+//! the 0s and 1s, sorts the rest by signed-window bucket, and reads back one point per window,
+//! which the host combines with doublings in blstrs.
+
+use std::marker::PhantomData;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+use group::Group;
+
+use super::device::{blocks, CurveKernels, GpuDevice, GpuError, Kernels};
+use super::types::{AsDevice, DevFr, DevG1Affine, DevG1Xyzz, DevG2Affine, DevG2Xyzz};
+
+/* must match MSM_SCALAR_BITS and MSM_SCAN_THREADS in cuda/msm/pippenger.cuh */
+const SCALAR_BITS: u32 = 256;
+const SCAN_THREADS: u32 = 1024;
+/// Window bits are clamp(lg(1.5·n) − 8, MIN, MAX) for n scalars on the windowed path.
+const MIN_WINDOW_BITS: u32 = 4;
+const MAX_WINDOW_BITS: u32 = 16;
+/// Bucket runs per window in the segment step (a power of two ≤ the bucket count).
+const SEGMENTS_PER_WINDOW: u32 = 256;
+/// Threads summing the points whose scalar is 1 (each a grid-stride partial sum).
+const ONES_THREADS: u32 = 1 << 14;
+/// Threads per block of the point kernels and of the index kernels.
+const POINT_BLOCK: u32 = 128;
+const INDEX_BLOCK: u32 = 256;
+const _: () = assert!(SEGMENTS_PER_WINDOW.is_power_of_two() && ONES_THREADS % POINT_BLOCK == 0);
+const _: () = assert!(MAX_WINDOW_BITS < 31, "sign bit and bucket index share a u32");
+
+/// A curve group the MSM kernels are instantiated for.
+pub trait Curve: 'static {
+    type Affine: AsDevice<Dev = Self::DevAffine> + Sync;
+    type DevAffine: DeviceRepr + Copy;
+    type DevXyzz: DeviceRepr + ValidAsZeroBits + Default + Clone;
+    type Projective: Group;
+    const NAME: &'static str;
+    fn kernels(k: &Kernels) -> &CurveKernels;
+    fn to_projective(p: &Self::DevXyzz) -> Self::Projective;
+}
+
+/// BLS12-381 G1.
+pub struct G1;
+/// BLS12-381 G2.
+pub struct G2;
+
+impl Default for DevG1Xyzz {
+    fn default() -> Self {
+        DevG1Xyzz([0; 48])
+    }
+}
+impl Default for DevG2Xyzz {
+    fn default() -> Self {
+        DevG2Xyzz([0; 96])
+    }
+}
+
+impl Curve for G1 {
+    type Affine = G1Affine;
+    type DevAffine = DevG1Affine;
+    type DevXyzz = DevG1Xyzz;
+    type Projective = G1Projective;
+    const NAME: &'static str = "g1";
+    fn kernels(k: &Kernels) -> &CurveKernels {
+        &k.g1
+    }
+    fn to_projective(p: &DevG1Xyzz) -> G1Projective {
+        p.to_projective()
+    }
+}
+
+impl Curve for G2 {
+    type Affine = G2Affine;
+    type DevAffine = DevG2Affine;
+    type DevXyzz = DevG2Xyzz;
+    type Projective = G2Projective;
+    const NAME: &'static str = "g2";
+    fn kernels(k: &Kernels) -> &CurveKernels {
+        &k.g2
+    }
+    fn to_projective(p: &DevG2Xyzz) -> G2Projective {
+        p.to_projective()
+    }
+}
+
+/// Bases resident on one device.
+pub struct DeviceBases<C: Curve> {
+    buf: CudaSlice<C::DevAffine>,
+    len: usize,
+    _curve: PhantomData<C>,
+}
+
+impl<C: Curve> DeviceBases<C> {
+    pub fn upload(dev: &GpuDevice, bases: &[C::Affine]) -> Result<Self, GpuError> {
+        dev.reserve("msm bases", (bases.len() * std::mem::size_of::<C::DevAffine>()) as u64)?;
+        Ok(DeviceBases { buf: dev.upload(C::Affine::as_device(bases))?, len: bases.len(), _curve: PhantomData })
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn bytes(&self) -> u64 {
+        (self.len * std::mem::size_of::<C::DevAffine>()) as u64
+    }
+}
+
+/// The window width for `n` scalars on the windowed path.
+pub fn window_bits(n: usize) -> u32 {
+    let lg = ((n.max(1) as f64) * 1.5).log2().floor() as i64 - 8;
+    lg.clamp(MIN_WINDOW_BITS as i64, MAX_WINDOW_BITS as i64) as u32
+}
+
+/// Σ scalars[i] · bases[i] for host scalars (Montgomery, as blstrs holds them).
+pub fn msm<C: Curve>(dev: &GpuDevice, bases: &DeviceBases<C>, scalars: &[Fr]) -> Result<C::Projective, GpuError> {
+    let mut s = dev.upload(Fr::as_device(scalars))?;
+    msm_device(dev, bases, &mut s, scalars.len())
+}
+
+/// Σ s[i] · bases[i] over the first `n` device scalars (Montgomery; converted in place).
+pub(crate) fn msm_device<C: Curve>(
+    dev: &GpuDevice,
+    bases: &DeviceBases<C>,
+    s: &mut CudaSlice<DevFr>,
+    n: usize,
+) -> Result<C::Projective, GpuError> {
+    if n > bases.len {
+        return Err(dev.err("msm", format!("{n} scalars for {} {} bases", bases.len, C::NAME)));
+    }
+    if n == 0 {
+        return Ok(C::Projective::identity());
+    }
+    let ck = C::kernels(&dev.k);
+    let n64 = n as u64;
+    let n32 = n as u32;
+    dev.launch(&dev.k.fr_from_mont, "fr_from_mont").arg(s).arg(&n64).run((blocks(n64, INDEX_BLOCK), 1), INDEX_BLOCK)?;
+    let mut ones = dev.zeros::<u32>(n)?;
+    let mut big = dev.zeros::<u32>(n)?;
+    let mut counts = dev.zeros::<u32>(2)?;
+    dev.launch(&dev.k.msm_classify, "msm_classify")
+        .arg(s)
+        .arg(&n32)
+        .arg(&mut ones)
+        .arg(&mut big)
+        .arg(&mut counts)
+        .run((blocks(n64, INDEX_BLOCK), 1), INDEX_BLOCK)?;
+    let host_counts = dev.download(&counts, 2)?;
+    let (n_ones, n_big) = (host_counts[0] as usize, host_counts[1] as usize);
+
+    let mut total = C::Projective::identity();
+    if n_ones > 0 {
+        let mut partial = dev.zeros::<C::DevXyzz>(ONES_THREADS as usize)?;
+        dev.launch(&ck.sum_listed, "msm_sum_listed")
+            .arg(&bases.buf)
+            .arg(&ones)
+            .arg(&counts)
+            .arg(&mut partial)
+            .run((ONES_THREADS / POINT_BLOCK, 1), POINT_BLOCK)?;
+        let sum = reduce_rows::<C>(dev, partial, ONES_THREADS, 1)?;
+        total += C::to_projective(&dev.download(&sum, 1)?[0]);
+    }
+    drop(ones);
+    if n_big > 0 {
+        total += windowed::<C>(dev, bases, s, &big, &counts, n_big)?;
+    }
+    Ok(total)
+}
+
+/// The signed-window Pippenger over the `n_big` scalars listed in `big`.
+fn windowed<C: Curve>(
+    dev: &GpuDevice,
+    bases: &DeviceBases<C>,
+    s: &CudaSlice<DevFr>,
+    big: &CudaSlice<u32>,
+    counts: &CudaSlice<u32>,
+    n_big: usize,
+) -> Result<C::Projective, GpuError> {
+    let ck = C::kernels(&dev.k);
+    let c = window_bits(n_big);
+    let nwin = SCALAR_BITS.div_ceil(c);
+    let nbuckets = 1u32 << (c - 1);
+    let keys = nwin * nbuckets;
+    let sorted_len = nwin as u64 * n_big as u64;
+    dev.reserve(
+        "msm buckets",
+        sorted_len * 4 + keys as u64 * (12 + std::mem::size_of::<C::DevXyzz>() as u64),
+    )?;
+    let mut hist = dev.zeros::<u32>(keys as usize)?;
+    let grid = (blocks(n_big as u64, INDEX_BLOCK), nwin);
+    dev.launch(&dev.k.msm_hist, "msm_hist")
+        .arg(s)
+        .arg(big)
+        .arg(counts)
+        .arg(&c)
+        .arg(&nwin)
+        .arg(&mut hist)
+        .run(grid, INDEX_BLOCK)?;
+    let mut start = dev.zeros::<u32>(keys as usize)?;
+    dev.launch(&dev.k.msm_scan, "msm_scan").arg(&hist).arg(&mut start).arg(&keys).run((1, 1), SCAN_THREADS)?;
+    drop(hist);
+    let mut cursor = dev.zeros::<u32>(keys as usize)?;
+    dev.stream().memcpy_dtod(&start, &mut cursor).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+    let mut sorted = dev.zeros::<u32>(sorted_len as usize)?;
+    dev.launch(&dev.k.msm_scatter, "msm_scatter")
+        .arg(s)
+        .arg(big)
+        .arg(counts)
+        .arg(&c)
+        .arg(&nwin)
+        .arg(&mut cursor)
+        .arg(&mut sorted)
+        .run(grid, INDEX_BLOCK)?;
+    let mut bk = dev.zeros::<C::DevXyzz>(keys as usize)?;
+    dev.launch(&ck.buckets, "msm_buckets")
+        .arg(&bases.buf)
+        .arg(&sorted)
+        .arg(&start)
+        .arg(&cursor)
+        .arg(&keys)
+        .arg(&mut bk)
+        .run((blocks(keys as u64, POINT_BLOCK), 1), POINT_BLOCK)?;
+    drop((sorted, start, cursor));
+    let nseg = SEGMENTS_PER_WINDOW.min(nbuckets);
+    let mut seg = dev.zeros::<C::DevXyzz>((nseg * nwin) as usize)?;
+    dev.launch(&ck.segments, "msm_segments")
+        .arg(&bk)
+        .arg(&nbuckets)
+        .arg(&nseg)
+        .arg(&nwin)
+        .arg(&mut seg)
+        .run((blocks((nseg * nwin) as u64, POINT_BLOCK), 1), POINT_BLOCK)?;
+    let windows = dev.download(&reduce_rows::<C>(dev, seg, nseg, nwin)?, nwin as usize)?;
+    let mut acc = C::Projective::identity();
+    for w in windows.iter().rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        acc += C::to_projective(w);
+    }
+    Ok(acc)
+}
+
+/// Pairwise sums within each of `rows` rows of `cols` points until one column is left.
+fn reduce_rows<C: Curve>(
+    dev: &GpuDevice,
+    mut buf: CudaSlice<C::DevXyzz>,
+    mut cols: u32,
+    rows: u32,
+) -> Result<CudaSlice<C::DevXyzz>, GpuError> {
+    let ck = C::kernels(&dev.k);
+    while cols > 1 {
+        let half = cols.div_ceil(2);
+        let mut out = dev.zeros::<C::DevXyzz>((half * rows) as usize)?;
+        dev.launch(&ck.reduce_rows, "msm_reduce_rows")
+            .arg(&buf)
+            .arg(&cols)
+            .arg(&rows)
+            .arg(&mut out)
+            .run((blocks((half * rows) as u64, POINT_BLOCK), 1), POINT_BLOCK)?;
+        buf = out;
+        cols = half;
+    }
+    Ok(buf)
+}
