@@ -31,7 +31,8 @@ __device__ __forceinline__ uint32_t signed_digit(const fr_t& s, uint32_t win, ui
     for (uint32_t w = 0; w <= win; w++) {
         uint32_t v = scalar_bits(s, w * c, c) + carry;
         if (v > (1u << (c - 1))) {
-            d = ((1u << c) - v) | MSM_SIGN_BIT;
+            uint32_t mag = (1u << c) - v; // 0 when v = 2^c: digit 0, carry 1
+            d = mag ? mag | MSM_SIGN_BIT : 0;
             carry = 1;
         } else {
             d = v;

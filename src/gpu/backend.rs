@@ -11,7 +11,7 @@ use std::time::{Instant, SystemTime};
 
 use blstrs::{Bls12, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ff::Field;
-use group::{Curve as _, Group};
+use group::{prime::PrimeCurveAffine, Curve as _};
 use rand_core::OsRng;
 
 use super::device::{GpuDevice, GpuError};

@@ -80,7 +80,7 @@ impl Gpu {
 }
 
 /// Kernels looked up once per device.
-pub(crate) struct Kernels {
+pub struct Kernels {
     pub ntt_bitrev: CudaFunction,
     pub ntt_smem: CudaFunction,
     pub ntt_stage: CudaFunction,
@@ -96,7 +96,7 @@ pub(crate) struct Kernels {
 }
 
 /// The per-curve MSM kernels (same template, G1 or G2 field).
-pub(crate) struct CurveKernels {
+pub struct CurveKernels {
     pub buckets: CudaFunction,
     pub segments: CudaFunction,
     pub reduce_rows: CudaFunction,

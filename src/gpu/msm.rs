@@ -29,6 +29,29 @@ const INDEX_BLOCK: u32 = 256;
 const _: () = assert!(SEGMENTS_PER_WINDOW.is_power_of_two() && ONES_THREADS % POINT_BLOCK == 0);
 const _: () = assert!(MAX_WINDOW_BITS < 31, "sign bit and bucket index share a u32");
 
+/// With `SNARKD_GPU_TRACE=1`, each MSM step is synchronized and its time printed to stderr
+/// (for finding the slow step; it serializes the stream, so leave it off when timing totals).
+struct Trace {
+    on: bool,
+    at: std::time::Instant,
+}
+
+impl Trace {
+    fn new() -> Trace {
+        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let on = *ON.get_or_init(|| std::env::var("SNARKD_GPU_TRACE").as_deref() == Ok("1"));
+        Trace { on, at: std::time::Instant::now() }
+    }
+    fn mark(&mut self, dev: &GpuDevice, what: &str) -> Result<(), GpuError> {
+        if self.on {
+            dev.sync()?;
+            eprintln!("msm trace: {what}: {:.3} ms", self.at.elapsed().as_secs_f64() * 1e3);
+            self.at = std::time::Instant::now();
+        }
+        Ok(())
+    }
+}
+
 /// A curve group the MSM kernels are instantiated for.
 pub trait Curve: 'static {
     type Affine: AsDevice<Dev = Self::DevAffine> + Sync;
@@ -146,7 +169,9 @@ pub(crate) fn msm_device<C: Curve>(
         .arg(&mut big)
         .arg(&mut counts)
         .run((blocks(n64, INDEX_BLOCK), 1), INDEX_BLOCK)?;
+    let mut trace = Trace::new();
     let host_counts = dev.download(&counts, 2)?;
+    trace.mark(dev, "convert + classify")?;
     let (n_ones, n_big) = (host_counts[0] as usize, host_counts[1] as usize);
 
     let mut total = C::Projective::identity();
@@ -160,10 +185,11 @@ pub(crate) fn msm_device<C: Curve>(
             .run((ONES_THREADS / POINT_BLOCK, 1), POINT_BLOCK)?;
         let sum = reduce_rows::<C>(dev, partial, ONES_THREADS, 1)?;
         total += C::to_projective(&dev.download(&sum, 1)?[0]);
+        trace.mark(dev, &format!("{n_ones} ones"))?;
     }
     drop(ones);
     if n_big > 0 {
-        total += windowed::<C>(dev, bases, s, &big, &counts, n_big)?;
+        total += windowed::<C>(dev, bases, s, &big, &counts, n_big, &mut trace)?;
     }
     Ok(total)
 }
@@ -176,6 +202,7 @@ fn windowed<C: Curve>(
     big: &CudaSlice<u32>,
     counts: &CudaSlice<u32>,
     n_big: usize,
+    trace: &mut Trace,
 ) -> Result<C::Projective, GpuError> {
     let ck = C::kernels(&dev.k);
     let c = window_bits(n_big);
@@ -197,6 +224,7 @@ fn windowed<C: Curve>(
         .arg(&nwin)
         .arg(&mut hist)
         .run(grid, INDEX_BLOCK)?;
+    trace.mark(dev, &format!("hist ({n_big} scalars, c = {c})"))?;
     let mut start = dev.zeros::<u32>(keys as usize)?;
     dev.launch(&dev.k.msm_scan, "msm_scan").arg(&hist).arg(&mut start).arg(&keys).run((1, 1), SCAN_THREADS)?;
     drop(hist);
@@ -212,6 +240,7 @@ fn windowed<C: Curve>(
         .arg(&mut cursor)
         .arg(&mut sorted)
         .run(grid, INDEX_BLOCK)?;
+    trace.mark(dev, "scan + scatter")?;
     let mut bk = dev.zeros::<C::DevXyzz>(keys as usize)?;
     dev.launch(&ck.buckets, "msm_buckets")
         .arg(&bases.buf)
@@ -221,6 +250,7 @@ fn windowed<C: Curve>(
         .arg(&keys)
         .arg(&mut bk)
         .run((blocks(keys as u64, POINT_BLOCK), 1), POINT_BLOCK)?;
+    trace.mark(dev, "buckets")?;
     drop((sorted, start, cursor));
     let nseg = SEGMENTS_PER_WINDOW.min(nbuckets);
     let mut seg = dev.zeros::<C::DevXyzz>((nseg * nwin) as usize)?;
@@ -232,6 +262,7 @@ fn windowed<C: Curve>(
         .arg(&mut seg)
         .run((blocks((nseg * nwin) as u64, POINT_BLOCK), 1), POINT_BLOCK)?;
     let windows = dev.download(&reduce_rows::<C>(dev, seg, nseg, nwin)?, nwin as usize)?;
+    trace.mark(dev, "segments + reduce")?;
     let mut acc = C::Projective::identity();
     for w in windows.iter().rev() {
         for _ in 0..c {

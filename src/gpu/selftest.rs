@@ -283,8 +283,7 @@ fn median(mut t: Vec<f32>, what: String) -> BenchReport {
     BenchReport { what, median_ms: t[t.len() / 2], min_ms: t[0], max_ms: t[t.len() - 1] }
 }
 
-fn bench_bases<P: Group + Send + Sync>(rng: &mut StdRng, n: usize) -> Vec<P> {
-    let distinct: Vec<P> = random_points(rng, BENCH_DISTINCT_BASES.min(n));
+fn bench_bases<A: Copy>(distinct: Vec<A>, n: usize) -> Vec<A> {
     (0..n).map(|i| distinct[i % distinct.len()]).collect()
 }
 
@@ -295,12 +294,12 @@ pub fn bench_msm(dev: &GpuDevice, n: usize, dist: Distribution, g2: bool) -> Res
     let scalars = random_scalars(&mut rng, n, dist);
     let mut times = Vec::new();
     if g2 {
-        let bases = DeviceBases::<G2>::upload(dev, &g2_affine(&bench_bases::<G2Projective>(&mut rng, n)))?;
+        let bases = DeviceBases::<G2>::upload(dev, &bench_bases(g2_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES.min(n))), n))?;
         for _ in 0..=BENCH_RUNS {
             times.push(dev.time_ms(|| msm(dev, &bases, &scalars))?.1);
         }
     } else {
-        let bases = DeviceBases::<G1>::upload(dev, &g1_affine(&bench_bases::<G1Projective>(&mut rng, n)))?;
+        let bases = DeviceBases::<G1>::upload(dev, &bench_bases(g1_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES.min(n))), n))?;
         for _ in 0..=BENCH_RUNS {
             times.push(dev.time_ms(|| msm(dev, &bases, &scalars))?.1);
         }
@@ -331,7 +330,7 @@ pub fn bench_prove_shape(dev: &GpuDevice, log_n: u32) -> Result<Vec<BenchReport>
     let b = random_scalars(&mut rng, m, Distribution::Random);
     let c = random_scalars(&mut rng, m, Distribution::Random);
     let dom = Domain::new(dev, log_n)?;
-    let bases = DeviceBases::<G1>::upload(dev, &g1_affine(&bench_bases::<G1Projective>(&mut rng, m - 1)))?;
+    let bases = DeviceBases::<G1>::upload(dev, &bench_bases(g1_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES.min(m))), m - 1))?;
     let (mut th, mut tm) = (Vec::new(), Vec::new());
     for _ in 0..=BENCH_RUNS.min(3) {
         let (mut h, t) = dev.time_ms(|| dom.h(dev, &a, &b, &c))?;

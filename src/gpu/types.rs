@@ -6,6 +6,7 @@
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+use ff::Field;
 
 /// An Fr element as the kernels see it: 8 × u32, Montgomery form (or canonical once converted).
 #[repr(C)]
@@ -101,23 +102,19 @@ fn fp2(limbs: &[u32]) -> Fp2 {
 }
 
 /// XYZZ -> Jacobian with Z = ZZ·ZZZ: X_J = X·ZZ·ZZZ², Y_J = Y·ZZ³·ZZZ².
-macro_rules! xyzz_to_jacobian {
-    ($x:expr, $y:expr, $zz:expr, $zzz:expr) => {{
-        let (x, y, zz, zzz) = ($x, $y, $zz, $zzz);
-        let zzz2 = zzz.square();
-        let z = zz * zzz;
-        (x * zz * zzz2, y * zz.square() * zz * zzz2, z)
-    }};
+fn xyzz_to_jacobian<F: Field>(x: F, y: F, zz: F, zzz: F) -> (F, F, F) {
+    let zzz2 = zzz.square();
+    (x * zz * zzz2, y * zz.square() * zz * zzz2, zz * zzz)
 }
 
 impl DevG1Xyzz {
     pub fn to_projective(&self) -> G1Projective {
         let l = &self.0;
         let zz = fp(&l[24..36]);
-        if bool::from(ff::Field::is_zero(&zz)) {
+        if bool::from(zz.is_zero()) {
             return <G1Projective as group::Group>::identity();
         }
-        let (x, y, z) = xyzz_to_jacobian!(fp(&l[0..12]), fp(&l[12..24]), zz, fp(&l[36..48]));
+        let (x, y, z) = xyzz_to_jacobian(fp(&l[0..12]), fp(&l[12..24]), zz, fp(&l[36..48]));
         G1Projective::from_raw_unchecked(x, y, z)
     }
 }
@@ -126,10 +123,10 @@ impl DevG2Xyzz {
     pub fn to_projective(&self) -> G2Projective {
         let l = &self.0;
         let zz = fp2(&l[48..72]);
-        if bool::from(ff::Field::is_zero(&zz)) {
+        if bool::from(zz.is_zero()) {
             return <G2Projective as group::Group>::identity();
         }
-        let (x, y, z) = xyzz_to_jacobian!(fp2(&l[0..24]), fp2(&l[24..48]), zz, fp2(&l[72..96]));
+        let (x, y, z) = xyzz_to_jacobian(fp2(&l[0..24]), fp2(&l[24..48]), zz, fp2(&l[72..96]));
         G2Projective::from_raw_unchecked(x, y, z)
     }
 }
