@@ -185,7 +185,15 @@ impl Domain {
     /// (bellperson uses the first m − 1).
     pub(crate) fn h(&self, dev: &GpuDevice, a: &[Fr], b: &[Fr], c: &[Fr]) -> Result<CudaSlice<DevFr>, GpuError> {
         dev.reserve("h (a, b, c on the domain)", 3 * self.size() as u64 * 32)?;
-        let mut bufs = [self.upload_padded(dev, a)?, self.upload_padded(dev, b)?, self.upload_padded(dev, c)?];
+        self.h_on_device(dev, [self.upload_padded(dev, a)?, self.upload_padded(dev, b)?, self.upload_padded(dev, c)?])
+    }
+
+    /// [`Domain::h`] from a, b, c already on the device (zero-padded to m).
+    pub(crate) fn h_on_device(
+        &self,
+        dev: &GpuDevice,
+        mut bufs: [CudaSlice<DevFr>; 3],
+    ) -> Result<CudaSlice<DevFr>, GpuError> {
         for x in bufs.iter_mut() {
             self.transform(dev, x, &self.inv)?;
             self.mul_powers(dev, x, &self.into_coset)?;
