@@ -204,13 +204,11 @@ fn gpu_benchmarks() {
     let log: u32 = std::env::var("SNARKD_BENCH_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
     let h_log: u32 = std::env::var("SNARKD_BENCH_H_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(log);
     let dev = Gpu::enumerate("0").expect("device 0").remove(0);
-    let mut rows = vec![gpu::bench_ntt(&dev, log).unwrap()];
-    rows.push(gpu::bench_msm(&dev, 1 << log, Distribution::Random, false).unwrap());
-    rows.push(gpu::bench_msm(&dev, 1 << log, Distribution::Filecoin, false).unwrap());
-    rows.push(gpu::bench_msm(&dev, 1 << log, Distribution::Random, true).unwrap());
-    rows.extend(gpu::bench_prove_shape(&dev, h_log).unwrap());
     println!("| what | median ms | min | max |");
-    for r in rows {
-        println!("| {} | {:.2} | {:.2} | {:.2} |", r.what, r.median_ms, r.min_ms, r.max_ms);
-    }
+    let row = |r: gpu::BenchReport| println!("| {} | {:.2} | {:.2} | {:.2} |", r.what, r.median_ms, r.min_ms, r.max_ms);
+    row(gpu::bench_ntt(&dev, log).unwrap());
+    row(gpu::bench_msm(&dev, 1 << log, Distribution::Filecoin, false).unwrap());
+    row(gpu::bench_msm(&dev, 1 << log, Distribution::Random, false).unwrap());
+    gpu::bench_prove_shape(&dev, h_log).unwrap().into_iter().for_each(row);
+    row(gpu::bench_msm(&dev, 1 << log, Distribution::Random, true).unwrap());
 }
