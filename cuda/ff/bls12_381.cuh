@@ -6,6 +6,8 @@
 
 struct fp_consts {
     static constexpr int N = 12;
+    /* out of line: the G1/G2 kernels inline hundreds of these */
+    static constexpr bool INLINE_MUL = false;
     /* -P^-1 mod 2^32 */
     static constexpr uint32_t M0 = 0xfffcfffd;
     __device__ __forceinline__ static constexpr uint32_t p(int i) {
@@ -23,6 +25,8 @@ struct fp_consts {
 
 struct fr_consts {
     static constexpr int N = 8;
+    /* inline: the NTT kernels hold one or two a butterfly */
+    static constexpr bool INLINE_MUL = true;
     /* -R^-1 mod 2^32 */
     static constexpr uint32_t M0 = 0xffffffff;
     __device__ __forceinline__ static constexpr uint32_t p(int i) {

@@ -99,9 +99,8 @@ struct mont_t {
     }
     __device__ __forceinline__ mont_t dbl() const { return *this + *this; }
 
-    // CIOS Montgomery multiplication: a * b / R mod P. Not inlined: one copy per field keeps
-    // nvcc's time on the curve kernels to seconds (arguments and result travel in registers).
-    static __device__ __noinline__ mont_t mul(const mont_t a, const mont_t b) {
+    // CIOS Montgomery multiplication: a * b / R mod P.
+    static __device__ __forceinline__ mont_t mul_body(const mont_t& a, const mont_t& b) {
         uint32_t t[N + 2];
 #pragma unroll
         for (int i = 0; i < N + 2; i++) t[i] = 0;
@@ -136,14 +135,22 @@ struct mont_t {
         r.final_sub();
         return r;
     }
-    __device__ __forceinline__ friend mont_t operator*(const mont_t& a, const mont_t& b) { return mul(a, b); }
-    __device__ __forceinline__ mont_t sqr() const { return mul(*this, *this); }
+    // The out-of-line copy: fields with C::INLINE_MUL false (Fp) call it, which keeps nvcc's time
+    // on the curve kernels to about a minute (arguments and result travel in registers).
+    static __device__ __noinline__ mont_t mul(const mont_t a, const mont_t b) { return mul_body(a, b); }
+    __device__ __forceinline__ friend mont_t operator*(const mont_t& a, const mont_t& b) {
+        if constexpr (C::INLINE_MUL)
+            return mul_body(a, b);
+        else
+            return mul(a, b);
+    }
+    __device__ __forceinline__ mont_t sqr() const { return *this * *this; }
 
     // Montgomery form -> canonical integer (multiply by 1 / R).
     __device__ __forceinline__ mont_t from_mont() const {
         mont_t one_raw;
 #pragma unroll
         for (int i = 0; i < N; i++) one_raw.l[i] = i == 0 ? 1 : 0;
-        return *this * one_raw;
+        return mul_body(*this, one_raw);
     }
 };

@@ -5,7 +5,10 @@
 //      directly (Filecoin witnesses are mostly bits), the rest go to the windowed path.
 //   2. msm_hist / scan / msm_scatter: a counting sort of (window, |digit|) keys; each entry holds
 //      the point index and the digit's sign in bit 31.
-//   3. msm_*_buckets: one thread a bucket sums its points (mixed XYZZ additions).
+//   3. msm_task_count / scan / msm_task_fill: each bucket is cut into tasks of at most
+//      MSM_TASK_POINTS points (a top window, or the 1-bucket of a skewed distribution, can hold
+//      a large share of all points); msm_*_buckets: one thread a task sums its points (mixed XYZZ
+//      additions); msm_*_gather: one thread a bucket adds up its tasks.
 //   4. msm_*_segments: each thread turns a run of buckets into sum(b * B_b) by running sums.
 //   5. msm_*_reduce_rows: pairwise sums per row, repeated until one point per window is left.
 // The host combines the windows (Horner, c doublings each) and the 1s in blstrs.
@@ -16,6 +19,8 @@
 /* scalars are < r < 2^255; windows cover 256 bits so the last signed digit never carries */
 #define MSM_SCALAR_BITS 256
 #define MSM_SIGN_BIT 0x80000000u
+/* most points one thread adds in the bucket step */
+#define MSM_TASK_POINTS 128
 
 __device__ __forceinline__ uint32_t scalar_bits(const fr_t& s, uint32_t off, uint32_t c) {
     uint32_t w = off >> 5, b = off & 31;
@@ -117,6 +122,25 @@ extern "C" __global__ void msm_scatter(const fr_t* s, const uint32_t* big, const
     sorted[pos] = idx | (d & MSM_SIGN_BIT);
 }
 
+extern "C" __global__ void msm_task_count(const uint32_t* start, const uint32_t* end, uint32_t keys,
+                                          uint32_t* ntask) {
+    uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= keys) return;
+    ntask[j] = max(1u, (end[j] - start[j] + MSM_TASK_POINTS - 1) / MSM_TASK_POINTS);
+}
+
+extern "C" __global__ void msm_task_fill(const uint32_t* start, const uint32_t* end, const uint32_t* ntask,
+                                         const uint32_t* task_off, uint32_t keys, uint32_t* task_lo,
+                                         uint32_t* task_hi) {
+    uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= keys) return;
+    for (uint32_t k = 0; k < ntask[j]; k++) {
+        uint32_t lo = start[j] + k * MSM_TASK_POINTS;
+        task_lo[task_off[j] + k] = lo;
+        task_hi[task_off[j] + k] = min(end[j], lo + MSM_TASK_POINTS);
+    }
+}
+
 template <class F>
 __device__ __forceinline__ void buckets(const affine_t<F>* bases, const uint32_t* sorted, const uint32_t* start,
                                         const uint32_t* end, uint32_t total, xyzz_t<F>* out) {
@@ -130,6 +154,17 @@ __device__ __forceinline__ void buckets(const affine_t<F>* bases, const uint32_t
         acc.add_affine(q);
     }
     out[j] = acc;
+}
+
+// bk[j] = sum of bucket j's task sums.
+template <class F>
+__device__ __forceinline__ void gather(const xyzz_t<F>* partial, const uint32_t* ntask, const uint32_t* task_off,
+                                       uint32_t keys, xyzz_t<F>* bk) {
+    uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= keys) return;
+    xyzz_t<F> acc = partial[task_off[j]];
+    for (uint32_t k = 1; k < ntask[j]; k++) acc.add(partial[task_off[j] + k]);
+    bk[j] = acc;
 }
 
 // Row r (window) of `nseg` segments, each of `len` buckets with values lo..lo+len-1:
@@ -180,6 +215,10 @@ __device__ __forceinline__ void sum_listed(const affine_t<F>* bases, const uint3
                                                  const uint32_t* start, const uint32_t* end, uint32_t total,     \
                                                  xyzz_t<F>* out) {                                               \
         buckets<F>(bases, sorted, start, end, total, out);                                                       \
+    }                                                                                                            \
+    extern "C" __global__ void msm_##G##_gather(const xyzz_t<F>* partial, const uint32_t* ntask,              \
+                                                const uint32_t* task_off, uint32_t keys, xyzz_t<F>* bk) {     \
+        gather<F>(partial, ntask, task_off, keys, bk);                                                           \
     }                                                                                                            \
     extern "C" __global__ void msm_##G##_segments(const xyzz_t<F>* bk, uint32_t nbuckets, uint32_t nseg,       \
                                                   uint32_t nrows, xyzz_t<F>* out) {                              \

@@ -85,12 +85,15 @@ pub struct Kernels {
     pub ntt_smem: CudaFunction,
     pub ntt_stage: CudaFunction,
     pub fr_mul_powers: CudaFunction,
+    pub fr_powers: CudaFunction,
     pub h_pointwise: CudaFunction,
     pub fr_from_mont: CudaFunction,
     pub msm_classify: CudaFunction,
     pub msm_hist: CudaFunction,
     pub msm_scan: CudaFunction,
     pub msm_scatter: CudaFunction,
+    pub msm_task_count: CudaFunction,
+    pub msm_task_fill: CudaFunction,
     pub g1: CurveKernels,
     pub g2: CurveKernels,
 }
@@ -98,6 +101,7 @@ pub struct Kernels {
 /// The per-curve MSM kernels (same template, G1 or G2 field).
 pub struct CurveKernels {
     pub buckets: CudaFunction,
+    pub gather: CudaFunction,
     pub segments: CudaFunction,
     pub reduce_rows: CudaFunction,
     pub sum_listed: CudaFunction,
@@ -140,6 +144,7 @@ impl GpuDevice {
             };
             Ok(CurveKernels {
                 buckets: l("buckets")?,
+                gather: l("gather")?,
                 segments: l("segments")?,
                 reduce_rows: l("reduce_rows")?,
                 sum_listed: l("sum_listed")?,
@@ -150,12 +155,15 @@ impl GpuDevice {
             ntt_smem: f("ntt_smem")?,
             ntt_stage: f("ntt_stage")?,
             fr_mul_powers: f("fr_mul_powers")?,
+            fr_powers: f("fr_powers")?,
             h_pointwise: f("h_pointwise")?,
             fr_from_mont: f("fr_from_mont")?,
             msm_classify: f("msm_classify")?,
             msm_hist: f("msm_hist")?,
             msm_scan: f("msm_scan")?,
             msm_scatter: f("msm_scatter")?,
+            msm_task_count: f("msm_task_count")?,
+            msm_task_fill: f("msm_task_fill")?,
             g1: curve("g1")?,
             g2: curve("g2")?,
         };

@@ -13,8 +13,9 @@ use group::Group;
 use super::device::{blocks, CurveKernels, GpuDevice, GpuError, Kernels};
 use super::types::{AsDevice, DevFr, DevG1Affine, DevG1Xyzz, DevG2Affine, DevG2Xyzz};
 
-/* must match MSM_SCALAR_BITS and MSM_SCAN_THREADS in cuda/msm/pippenger.cuh */
+/* must match MSM_SCALAR_BITS, MSM_TASK_POINTS and MSM_SCAN_THREADS in cuda/msm/pippenger.cuh */
 const SCALAR_BITS: u32 = 256;
+const TASK_POINTS: u64 = 128;
 const SCAN_THREADS: u32 = 1024;
 /// Window bits are clamp(lg(1.5·n) − 8, MIN, MAX) for n scalars on the windowed path.
 const MIN_WINDOW_BITS: u32 = 4;
@@ -22,7 +23,7 @@ const MAX_WINDOW_BITS: u32 = 16;
 /// Bucket runs per window in the segment step (a power of two ≤ the bucket count).
 const SEGMENTS_PER_WINDOW: u32 = 256;
 /// Threads summing the points whose scalar is 1 (each a grid-stride partial sum).
-const ONES_THREADS: u32 = 1 << 14;
+const ONES_THREADS: u32 = 1 << 16;
 /// Threads per block of the point kernels and of the index kernels.
 const POINT_BLOCK: u32 = 128;
 const INDEX_BLOCK: u32 = 256;
@@ -210,10 +211,13 @@ fn windowed<C: Curve>(
     let nbuckets = 1u32 << (c - 1);
     let keys = nwin * nbuckets;
     let sorted_len = nwin as u64 * n_big as u64;
-    dev.reserve(
-        "msm buckets",
-        sorted_len * 4 + keys as u64 * (12 + std::mem::size_of::<C::DevXyzz>() as u64),
-    )?;
+    // Σ max(1, ⌈count / T⌉) over the buckets ≤ keys + ⌈points / T⌉; unused tasks stay empty.
+    let max_tasks = keys as u64 + sorted_len.div_ceil(TASK_POINTS);
+    if max_tasks.max(sorted_len) > u32::MAX as u64 {
+        return Err(dev.err("msm", format!("{n_big} scalars exceed the 32-bit bucket index")));
+    }
+    let xyzz = std::mem::size_of::<C::DevXyzz>() as u64;
+    dev.reserve("msm buckets", sorted_len * 4 + max_tasks * (8 + xyzz) + keys as u64 * (16 + 2 * xyzz))?;
     let mut hist = dev.zeros::<u32>(keys as usize)?;
     let grid = (blocks(n_big as u64, INDEX_BLOCK), nwin);
     dev.launch(&dev.k.msm_hist, "msm_hist")
@@ -241,17 +245,47 @@ fn windowed<C: Curve>(
         .arg(&mut sorted)
         .run(grid, INDEX_BLOCK)?;
     trace.mark(dev, "scan + scatter")?;
-    let mut bk = dev.zeros::<C::DevXyzz>(keys as usize)?;
+    let grid_keys = (blocks(keys as u64, INDEX_BLOCK), 1);
+    let mut ntask = dev.zeros::<u32>(keys as usize)?;
+    dev.launch(&dev.k.msm_task_count, "msm_task_count")
+        .arg(&start)
+        .arg(&cursor)
+        .arg(&keys)
+        .arg(&mut ntask)
+        .run(grid_keys, INDEX_BLOCK)?;
+    let mut task_off = dev.zeros::<u32>(keys as usize)?;
+    dev.launch(&dev.k.msm_scan, "msm_scan").arg(&ntask).arg(&mut task_off).arg(&keys).run((1, 1), SCAN_THREADS)?;
+    let mut task_lo = dev.zeros::<u32>(max_tasks as usize)?;
+    let mut task_hi = dev.zeros::<u32>(max_tasks as usize)?;
+    dev.launch(&dev.k.msm_task_fill, "msm_task_fill")
+        .arg(&start)
+        .arg(&cursor)
+        .arg(&ntask)
+        .arg(&task_off)
+        .arg(&keys)
+        .arg(&mut task_lo)
+        .arg(&mut task_hi)
+        .run(grid_keys, INDEX_BLOCK)?;
+    let max_tasks32 = max_tasks as u32;
+    let mut partial = dev.zeros::<C::DevXyzz>(max_tasks as usize)?;
     dev.launch(&ck.buckets, "msm_buckets")
         .arg(&bases.buf)
         .arg(&sorted)
-        .arg(&start)
-        .arg(&cursor)
+        .arg(&task_lo)
+        .arg(&task_hi)
+        .arg(&max_tasks32)
+        .arg(&mut partial)
+        .run((blocks(max_tasks, POINT_BLOCK), 1), POINT_BLOCK)?;
+    let mut bk = dev.zeros::<C::DevXyzz>(keys as usize)?;
+    dev.launch(&ck.gather, "msm_gather")
+        .arg(&partial)
+        .arg(&ntask)
+        .arg(&task_off)
         .arg(&keys)
         .arg(&mut bk)
         .run((blocks(keys as u64, POINT_BLOCK), 1), POINT_BLOCK)?;
     trace.mark(dev, "buckets")?;
-    drop((sorted, start, cursor));
+    drop((sorted, start, cursor, ntask, task_off, task_lo, task_hi, partial));
     let nseg = SEGMENTS_PER_WINDOW.min(nbuckets);
     let mut seg = dev.zeros::<C::DevXyzz>((nseg * nwin) as usize)?;
     dev.launch(&ck.segments, "msm_segments")

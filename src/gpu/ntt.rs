@@ -60,11 +60,25 @@ impl Powers {
     }
 }
 
+/// All `count` powers of `base` on the device (a domain's twiddle table).
+fn twiddles(dev: &GpuDevice, base: Fr, count: u64) -> Result<CudaSlice<DevFr>, GpuError> {
+    let p = Powers::new(dev, base, Fr::ONE, count)?;
+    let mut out = dev.zeros::<DevFr>(count as usize)?;
+    dev.launch(&dev.k.fr_powers, "fr_powers")
+        .arg(&mut out)
+        .arg(&count)
+        .arg(&p.lo)
+        .arg(&p.hi)
+        .run((blocks(count, BLOCK), 1), BLOCK)?;
+    Ok(out)
+}
+
 /// The tables of one domain size on one device.
 pub struct Domain {
     log_n: u32,
-    fwd: Powers,
-    inv: Powers,
+    /// ω^e and ω^-e for e < m/2.
+    fwd: CudaSlice<DevFr>,
+    inv: CudaSlice<DevFr>,
     /// m^-1 · g^i: after an inverse NTT, into the coset.
     into_coset: Powers,
     /// m^-1 · g^-i: after an inverse NTT on the coset, back to coefficients.
@@ -97,8 +111,8 @@ impl Domain {
         let half = (m / 2).max(1);
         Ok(Domain {
             log_n,
-            fwd: Powers::new(dev, omega, Fr::ONE, half)?,
-            inv: Powers::new(dev, omega_inv, Fr::ONE, half)?,
+            fwd: twiddles(dev, omega, half)?,
+            inv: twiddles(dev, omega_inv, half)?,
             into_coset: Powers::new(dev, g, m_inv, m)?,
             out_of_coset: Powers::new(dev, g_inv, m_inv, m)?,
             coset: Powers::new(dev, g, Fr::ONE, m)?,
@@ -112,7 +126,7 @@ impl Domain {
     }
 
     /// The in-order radix-2 transform with twiddles `tw`, in place on the first m elements.
-    fn transform(&self, dev: &GpuDevice, x: &mut CudaSlice<DevFr>, tw: &Powers) -> Result<(), GpuError> {
+    fn transform(&self, dev: &GpuDevice, x: &mut CudaSlice<DevFr>, tw: &CudaSlice<DevFr>) -> Result<(), GpuError> {
         let log_n = self.log_n;
         if log_n == 0 {
             return Ok(());
@@ -123,16 +137,14 @@ impl Domain {
         dev.launch(&dev.k.ntt_smem, "ntt_smem")
             .arg(x)
             .arg(&log_n)
-            .arg(&tw.lo)
-            .arg(&tw.hi)
+            .arg(tw)
             .run(((m >> log_c) as u32, 1), 1 << (log_c - 1))?;
         for st in log_c..log_n {
             dev.launch(&dev.k.ntt_stage, "ntt_stage")
                 .arg(x)
                 .arg(&log_n)
                 .arg(&st)
-                .arg(&tw.lo)
-                .arg(&tw.hi)
+                .arg(tw)
                 .run((blocks(m / 2, BLOCK), 1), BLOCK)?;
         }
         Ok(())
