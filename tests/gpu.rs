@@ -207,8 +207,8 @@ fn gpu_benchmarks() {
     println!("| what | median ms | min | max |");
     let row = |r: gpu::BenchReport| println!("| {} | {:.2} | {:.2} | {:.2} |", r.what, r.median_ms, r.min_ms, r.max_ms);
     row(gpu::bench_ntt(&dev, log).unwrap());
-    row(gpu::bench_msm(&dev, 1 << log, Distribution::Filecoin, false).unwrap());
-    row(gpu::bench_msm(&dev, 1 << log, Distribution::Random, false).unwrap());
+    gpu::bench_msm(&dev, 1 << log, Distribution::Filecoin, false).unwrap().into_iter().for_each(row);
+    gpu::bench_msm(&dev, 1 << log, Distribution::Random, false).unwrap().into_iter().for_each(row);
     gpu::bench_prove_shape(&dev, h_log).unwrap().into_iter().for_each(row);
-    row(gpu::bench_msm(&dev, 1 << log, Distribution::Random, true).unwrap());
+    gpu::bench_msm(&dev, 1 << log, Distribution::Random, true).unwrap().into_iter().for_each(row);
 }
