@@ -19,7 +19,6 @@ struct xyzz_t {
 
     __device__ __forceinline__ static xyzz_t inf() { return {F::zero(), F::zero(), F::zero(), F::zero()}; }
     __device__ __forceinline__ bool is_inf() const { return ZZ.is_zero(); }
-    __device__ __forceinline__ xyzz_t neg() const { return {X, Y.neg(), ZZ, ZZZ}; }
 
     __device__ __forceinline__ static xyzz_t from_affine(const affine_t<F>& p) {
         if (p.is_inf()) return inf();

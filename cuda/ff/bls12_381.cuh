@@ -52,7 +52,6 @@ struct fp2_t {
     __device__ __forceinline__ static fp2_t zero() { return {fp_t::zero(), fp_t::zero()}; }
     __device__ __forceinline__ static fp2_t one() { return {fp_t::one(), fp_t::zero()}; }
     __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
-    __device__ __forceinline__ bool operator==(const fp2_t& b) const { return c0 == b.c0 && c1 == b.c1; }
     __device__ __forceinline__ friend fp2_t operator+(const fp2_t& a, const fp2_t& b) {
         return {a.c0 + b.c0, a.c1 + b.c1};
     }

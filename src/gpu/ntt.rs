@@ -98,12 +98,15 @@ impl Domain {
     }
 
     pub fn new(dev: &GpuDevice, log_n: u32) -> Result<Domain, GpuError> {
-        assert!(log_n <= MAX_LOG_N, "domain 2^{log_n} exceeds 2^{MAX_LOG_N}");
+        if log_n > MAX_LOG_N {
+            return Err(dev.err("ntt", format!("domain 2^{log_n} exceeds 2^{MAX_LOG_N}")));
+        }
         let m = 1u64 << log_n;
         let mut omega = Fr::ROOT_OF_UNITY;
         for _ in log_n..Fr::S {
             omega = omega.square();
         }
+        // ω, g, m and g^m − 1 are nonzero, so the inversions below cannot fail.
         let omega_inv = omega.invert().unwrap();
         let g = Fr::MULTIPLICATIVE_GENERATOR;
         let g_inv = g.invert().unwrap();
