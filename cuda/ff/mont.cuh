@@ -7,10 +7,8 @@
 #pragma once
 #include <cstdint>
 
-// 16-byte aligned so element loads and stores compile to 128-bit accesses (every element size
-// here, 32, 48, 96, 192 bytes, is a multiple of 16, and device buffers start 256-byte aligned).
 template <class C>
-struct __align__(16) mont_t {
+struct mont_t {
     static constexpr int N = C::N;
     uint32_t l[N];
 
@@ -32,6 +30,7 @@ struct __align__(16) mont_t {
         for (int i = 0; i < N; i++) acc |= l[i];
         return acc == 0;
     }
+
     // r = r - P when r >= P.
     __device__ __forceinline__ void final_sub() {
         uint32_t t[N];
