@@ -203,10 +203,27 @@ pub enum CtlCommand {
         #[arg(long, env = "SNARKD_TEST_PARAMS", default_value = "/var/tmp/snarkd-test-params")]
         params_dir: PathBuf,
     },
-    /// Benchmarks; each compares two implementations in the same run
+    /// Check every GPU kernel against the CPU reference on fresh random inputs and edge cases
+    Selftest {
+        /// Run the GPU self-test (the only one there is; required so the intent is explicit)
+        #[arg(long)]
+        gpu: bool,
+        /// GPUs to test: all or a list such as 0,1
+        #[arg(long, default_value = "all")]
+        devices: String,
+    },
+    /// Benchmarks; each compares implementations in the same run
     Bench {
-        /// porep, snap, window or winning: snarkd's CPU prover against filecoin-proofs-api's
+        /// porep, snap, window or winning: snarkd's provers (cpu, and each GPU) against
+        /// filecoin-proofs-api's on real test data; msm, ntt or prove: GPU kernels, medians of
+        /// warm runs timed with device events
         kind: String,
+        /// For msm/ntt: log2 of the size (msm: points, ntt: domain)
+        #[arg(long, default_value_t = 24)]
+        log_size: u32,
+        /// For prove: the synthetic partition shape (porep-32g: domain 2^27)
+        #[arg(long, default_value = "porep-32g")]
+        shape: String,
         #[arg(long, default_value = "2KiB")]
         sector_size: String,
         /// Timed runs of each prover (after one warm-up)

@@ -81,8 +81,9 @@ pub struct ParamsConfig {
     pub dir: PathBuf,
     /// Circuits to load at start-up, by cache identifier or as `<kind>:<sector size>`.
     pub preload: Vec<String>,
-    /// Check every point of a parameter file for being on the curve and in the subgroup.
-    pub check_points: bool,
+    /// How parameter points are checked at load: "on_curve" (cheap), "full" (also the subgroup;
+    /// slow for large files) or "none" (files verified by digest).
+    pub point_check: crate::srs::PointCheck,
 }
 
 /// What happens around each proof.
@@ -209,7 +210,7 @@ impl Default for ParamsConfig {
         let dir = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMS_DIR));
-        ParamsConfig { dir, preload: vec![], check_points: true }
+        ParamsConfig { dir, preload: vec![], point_check: crate::srs::PointCheck::OnCurve }
     }
 }
 
@@ -524,7 +525,7 @@ impl Config {
         applied.socket = self.socket.clone();
         applied.gpu = self.gpu.clone();
         applied.params.dir = self.params.dir.clone();
-        applied.params.check_points = self.params.check_points;
+        applied.params.point_check = self.params.point_check;
         applied.proving.cpu_workers = self.proving.cpu_workers;
         applied.log.target = self.log.target;
         applied.metrics = self.metrics.clone();
@@ -533,7 +534,7 @@ impl Config {
 }
 
 /// Keys (or sections) that only take effect after a restart.
-pub const RESTART_KEYS: &[&str] = &["socket", "gpu", "params.dir", "params.check_points", "proving.cpu_workers", "log.target", "metrics"];
+pub const RESTART_KEYS: &[&str] = &["socket", "gpu", "params.dir", "params.point_check", "proving.cpu_workers", "log.target", "metrics"];
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ConfigDiff {

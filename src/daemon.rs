@@ -348,10 +348,28 @@ pub fn groth16_verifier() -> Verifier {
 /// The real proving parts for `config`: parameter files from `params.dir`, the CUDA backend per
 /// configured GPU when built in and present, and the CPU backend otherwise.
 pub fn default_parts(config: &Config) -> DaemonParts {
-    let check = if config.params.check_points { crate::srs::PointCheck::Full } else { crate::srs::PointCheck::None };
-    let srs = Arc::new(crate::srs::ResidentSrs::new(config.params.dir.clone(), check));
+    let srs = Arc::new(crate::srs::ResidentSrs::new(config.params.dir.clone(), config.params.point_check));
     let mut notes = vec![crate::gpu::cuda_status()];
     let mut backends: Vec<Arc<dyn ProvingBackend>> = vec![];
+    let selection = match &config.gpu.devices {
+        crate::config::GpuDevices::None => None,
+        crate::config::GpuDevices::All => Some("all".to_string()),
+        crate::config::GpuDevices::List(v) => Some(v.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")),
+    };
+    match selection {
+        None => notes.push("gpu.devices = none: not using GPUs".into()),
+        Some(_) if !crate::gpu::BUILT_IN => notes.push("CUDA kernels are not built in: proving on the cpu".into()),
+        Some(sel) => match crate::gpu::Gpu::enumerate(&sel) {
+            Ok(devices) if devices.is_empty() => notes.push("no GPU found: proving on the cpu".into()),
+            Ok(devices) => {
+                for dev in devices {
+                    notes.push(format!("proving on {}", dev.label()));
+                    backends.push(Arc::new(crate::gpu::GpuBackend::new(dev, crate::gpu::B2Placement::Gpu)));
+                }
+            }
+            Err(e) => notes.push(format!("GPUs unavailable ({e}): proving on the cpu")),
+        },
+    }
     let cpu_workers = match config.proving.cpu_workers {
         0 if backends.is_empty() => 1,
         n => n,

@@ -157,22 +157,35 @@ impl Samples {
     }
 }
 
-/// Measures snarkd's CPU pipeline (synthesis + prove + verify, parameters resident) against
-/// filecoin-proofs-api's own prover on the same input, alternating runs so both see the same load.
-pub fn bench_against_api(manifest: &Manifest, kind: ProofKind, runs: usize) -> anyhow::Result<(Samples, Samples)> {
+/// The name of filecoin-proofs-api's prover in benchmark rows.
+pub const API_PROVER: &str = "filecoin-proofs-api";
+
+/// One prover's timings in a benchmark.
+pub struct BenchRow {
+    pub name: String,
+    pub samples: Samples,
+}
+
+/// Measures snarkd's pipeline (synthesis + prove + verify, parameters resident) on the CPU backend
+/// and on every GPU against filecoin-proofs-api's own prover on the same input, alternating runs
+/// so all see the same load.
+pub fn bench_against_api(manifest: &Manifest, kind: ProofKind, runs: usize) -> anyhow::Result<Vec<BenchRow>> {
     let request = manifest.request(kind)?;
     let statement = crate::proofs::prepare(&request)?;
-    let srs = crate::srs::ResidentSrs::new(
+    let resident = crate::srs::ResidentSrs::new(
         PathBuf::from(&storage_proofs_core::settings::SETTINGS.parameter_cache),
         crate::srs::PointCheck::None,
     );
-    let (srs, _) = srs.get_or_load(&statement.circuit())?;
-    let backend = crate::groth16::CpuBackend::new();
+    let (srs, _) = resident.get_or_load(&statement.circuit())?;
+    let mut backends: Vec<(String, Box<dyn ProvingBackend>)> =
+        vec![("snarkd cpu".into(), Box::new(crate::groth16::CpuBackend::new()))];
+    if crate::gpu::BUILT_IN {
+        for dev in crate::gpu::Gpu::enumerate("all").unwrap_or_default() {
+            backends.push((format!("snarkd {}", dev.label()), Box::new(crate::gpu::GpuBackend::new(dev, crate::gpu::B2Placement::Gpu))));
+        }
+    }
     let verifier = crate::daemon::groth16_verifier();
-    // Warm-up: the api caches its parameters in memory on first use.
-    crate::proofs::verify::prove_with_api(manifest, kind)?;
-    let (mut ours, mut theirs) = (vec![], vec![]);
-    for _ in 0..runs {
+    let prove = |backend: &dyn ProvingBackend| -> anyhow::Result<Duration> {
         let t = Instant::now();
         let mut proofs = vec![];
         for partition in 0..statement.partitions() {
@@ -182,10 +195,22 @@ pub fn bench_against_api(manifest: &Manifest, kind: ProofKind, runs: usize) -> a
         if !verifier(statement.as_ref(), &srs, &proofs)? {
             bail!("snarkd's proof did not verify during the benchmark");
         }
-        ours.push(t.elapsed());
+        Ok(t.elapsed())
+    };
+    // Warm-up: the api caches its parameters in memory on first use; GPUs upload their bases.
+    crate::proofs::verify::prove_with_api(manifest, kind)?;
+    for (_, b) in &backends {
+        prove(b.as_ref())?;
+    }
+    let mut rows: Vec<BenchRow> = backends.iter().map(|(n, _)| BenchRow { name: n.clone(), samples: Samples(vec![]) }).collect();
+    rows.push(BenchRow { name: API_PROVER.into(), samples: Samples(vec![]) });
+    for _ in 0..runs {
+        for (i, (_, b)) in backends.iter().enumerate() {
+            rows[i].samples.0.push(prove(b.as_ref())?);
+        }
         let t = Instant::now();
         crate::proofs::verify::prove_with_api(manifest, kind)?;
-        theirs.push(t.elapsed());
+        rows.last_mut().expect("api row").samples.0.push(t.elapsed());
     }
-    Ok((Samples(ours), Samples(theirs)))
+    Ok(rows)
 }

@@ -118,29 +118,92 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
             println!("{kind} proof {} verifies with filecoin-proofs-api", proof.display());
         }
         CtlCommand::Demo { sector_size, params_dir } => demo(&sector_size, &params_dir).await?,
-        CtlCommand::Bench { kind, sector_size, runs, params_dir } => {
+        CtlCommand::Selftest { gpu, devices } => {
+            if !gpu {
+                anyhow::bail!("say --gpu: the GPU kernel self-test is the only self-test");
+            }
+            let reports = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+                let mut out = vec![];
+                for dev in snarkd::gpu::Gpu::enumerate(&devices)? {
+                    out.push(snarkd::gpu::selftest(&dev, None)?);
+                }
+                Ok(out)
+            })
+            .await??;
+            if reports.is_empty() {
+                anyhow::bail!("no GPU found");
+            }
+            let mut failed = 0;
+            for r in &reports {
+                for c in &r.checks {
+                    if !c.passed || !json_out {
+                        println!("{} {} {}: {}", r.device, if c.passed { "ok  " } else { "FAIL" }, c.name, c.detail);
+                    }
+                    failed += usize::from(!c.passed);
+                }
+                println!("{}: {} checks, seed {}", r.device, r.checks.len(), r.seed);
+            }
+            if failed > 0 {
+                anyhow::bail!("{failed} GPU checks failed");
+            }
+        }
+        CtlCommand::Bench { kind, log_size, shape, .. } if matches!(kind.as_str(), "msm" | "ntt" | "prove") => {
+            let reports = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<snarkd::gpu::BenchReport>> {
+                let dev = snarkd::gpu::Gpu::enumerate("0")?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no GPU found"))?;
+                let n = 1usize << log_size;
+                Ok(match kind.as_str() {
+                    "msm" => {
+                        let mut v = snarkd::gpu::bench_msm(&dev, n, snarkd::gpu::Distribution::Random, false)?;
+                        v.extend(snarkd::gpu::bench_msm(&dev, n, snarkd::gpu::Distribution::Filecoin, false)?);
+                        v.extend(snarkd::gpu::bench_msm(&dev, n, snarkd::gpu::Distribution::Random, true)?);
+                        v
+                    }
+                    "ntt" => vec![snarkd::gpu::bench_ntt(&dev, log_size)?],
+                    _ => match shape.as_str() {
+                        "porep-32g" => snarkd::gpu::bench_prove_shape(&dev, 27)?,
+                        other => anyhow::bail!("--shape: unknown shape {other:?} (porep-32g)"),
+                    },
+                })
+            })
+            .await??;
+            for r in &reports {
+                println!("{:<48} median {:>9.2} ms  (min {:.2}, max {:.2})", r.what, r.median_ms, r.min_ms, r.max_ms);
+            }
+        }
+        CtlCommand::Bench { kind, sector_size, runs, params_dir, .. } => {
             let kind = ProofKind::parse(&kind).ok_or_else(|| anyhow::anyhow!("unknown kind {kind:?}"))?;
             let size = sector_size_arg(&sector_size)?;
             ensure_params(size, &params_dir).await?;
-            let (ours, theirs) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+            let rows = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
                 let m = snarkd::tools::ensure_testdata(&params_dir, size)?;
                 snarkd::tools::bench_against_api(&m, kind, runs)
             })
             .await??;
-            let (o, t) = (ours.median(), theirs.median());
+            let api = rows.iter().find(|r| r.name == snarkd::tools::API_PROVER).map(|r| r.samples.median()).expect("api row");
+            let cpu = rows.iter().find(|r| r.name == "snarkd cpu").map(|r| r.samples.median()).expect("cpu row");
             let v = json!({
                 "kind": kind, "sector_size": size, "runs": runs,
-                "snarkd_cpu_ms": ours.0.iter().map(|d| d.as_secs_f64() * 1e3).collect::<Vec<_>>(),
-                "filecoin_proofs_api_ms": theirs.0.iter().map(|d| d.as_secs_f64() * 1e3).collect::<Vec<_>>(),
-                "speedup": t.as_secs_f64() / o.as_secs_f64(),
+                "provers": rows.iter().map(|r| json!({
+                    "name": r.name,
+                    "ms": r.samples.0.iter().map(|d| d.as_secs_f64() * 1e3).collect::<Vec<_>>(),
+                    "median_ms": r.samples.median().as_secs_f64() * 1e3,
+                    "speedup_vs_api": api.as_secs_f64() / r.samples.median().as_secs_f64(),
+                    "speedup_vs_snarkd_cpu": cpu.as_secs_f64() / r.samples.median().as_secs_f64(),
+                })).collect::<Vec<_>>(),
             });
             show(&v, &|_| {
-                format!(
-                    "{kind} {sector_size}, {runs} runs each: snarkd cpu median {:.2} s, filecoin-proofs-api median {:.2} s, speedup {:.2}x",
-                    o.as_secs_f64(),
-                    t.as_secs_f64(),
-                    t.as_secs_f64() / o.as_secs_f64()
-                )
+                let mut out = format!("{kind} {sector_size}, {runs} timed runs each (synthesis + prove + verify, parameters resident):");
+                for r in &rows {
+                    let m = r.samples.median();
+                    out.push_str(&format!(
+                        "\n  {:<24} median {:>8.2} s   {:>5.2}x vs filecoin-proofs-api   {:>5.2}x vs snarkd cpu",
+                        r.name,
+                        m.as_secs_f64(),
+                        api.as_secs_f64() / m.as_secs_f64(),
+                        cpu.as_secs_f64() / m.as_secs_f64()
+                    ));
+                }
+                out
             });
         }
         CtlCommand::Man { out } => {

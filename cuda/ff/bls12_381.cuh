@@ -1,0 +1,74 @@
+// BLS12-381 base field Fp, its quadratic extension Fp2 = Fp[u]/(u^2+1), and the scalar field Fr.
+//
+// Only constants live here; the arithmetic is the shared template in mont.cuh.
+#pragma once
+#include "mont.cuh"
+
+struct fp_consts {
+    static constexpr int N = 12;
+    /* out of line: the G1/G2 kernels inline hundreds of these */
+    static constexpr bool INLINE_MUL = false;
+    /* -P^-1 mod 2^32 */
+    static constexpr uint32_t M0 = 0xfffcfffd;
+    __device__ __forceinline__ static constexpr uint32_t p(int i) {
+        constexpr uint32_t v[N] = {0xffffaaab, 0xb9feffff, 0xb153ffff, 0x1eabfffe, 0xf6b0f624, 0x6730d2a0,
+                                      0xf38512bf, 0x64774b84, 0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea};
+        return v[i];
+    }
+    /* (1<<384) % P */
+    __device__ __forceinline__ static constexpr uint32_t one(int i) {
+        constexpr uint32_t v[N] = {0x0002fffd, 0x76090000, 0xc40c0002, 0xebf4000b, 0x53c758ba, 0x5f489857,
+                                        0x70525745, 0x77ce5853, 0xa256ec6d, 0x5c071a97, 0xfa80e493, 0x15f65ec3};
+        return v[i];
+    }
+};
+
+struct fr_consts {
+    static constexpr int N = 8;
+    /* inline: the NTT kernels hold one or two a butterfly */
+    static constexpr bool INLINE_MUL = true;
+    /* -R^-1 mod 2^32 */
+    static constexpr uint32_t M0 = 0xffffffff;
+    __device__ __forceinline__ static constexpr uint32_t p(int i) {
+        constexpr uint32_t v[N] = {0x00000001, 0xffffffff, 0xfffe5bfe, 0x53bda402,
+                                      0x09a1d805, 0x3339d808, 0x299d7d48, 0x73eda753};
+        return v[i];
+    }
+    /* (1<<256) % R */
+    __device__ __forceinline__ static constexpr uint32_t one(int i) {
+        constexpr uint32_t v[N] = {0xfffffffe, 0x00000001, 0x00034802, 0x5884b7fa,
+                                        0xecbc4ff5, 0x998c4fef, 0xacc5056f, 0x1824b159};
+        return v[i];
+    }
+};
+
+typedef mont_t<fp_consts> fp_t;
+typedef mont_t<fr_consts> fr_t;
+
+// Fp2 with u^2 = -1; layout c0 || c1 as in blst_fp2.
+struct fp2_t {
+    fp_t c0, c1;
+
+    __device__ __forceinline__ static fp2_t zero() { return {fp_t::zero(), fp_t::zero()}; }
+    __device__ __forceinline__ static fp2_t one() { return {fp_t::one(), fp_t::zero()}; }
+    __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    __device__ __forceinline__ friend fp2_t operator+(const fp2_t& a, const fp2_t& b) {
+        return {a.c0 + b.c0, a.c1 + b.c1};
+    }
+    __device__ __forceinline__ friend fp2_t operator-(const fp2_t& a, const fp2_t& b) {
+        return {a.c0 - b.c0, a.c1 - b.c1};
+    }
+    __device__ __forceinline__ fp2_t neg() const { return {c0.neg(), c1.neg()}; }
+    __device__ __forceinline__ fp2_t dbl() const { return {c0.dbl(), c1.dbl()}; }
+    // Karatsuba: 3 base-field multiplications.
+    __device__ __forceinline__ friend fp2_t operator*(const fp2_t& a, const fp2_t& b) {
+        fp_t t0 = a.c0 * b.c0;
+        fp_t t1 = a.c1 * b.c1;
+        fp_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
+        return {t0 - t1, t2 - t0 - t1};
+    }
+    __device__ __forceinline__ fp2_t sqr() const {
+        fp_t t = c0 * c1;
+        return {(c0 + c1) * (c0 - c1), t.dbl()};
+    }
+};

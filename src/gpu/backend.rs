@@ -1,0 +1,206 @@
+//! [`GpuBackend`]: the Groth16 proving stage on one CUDA device.
+//!
+//! h is computed on the device and never read back; the H, L, A and B_G1 MSMs run on the device
+//! against SRS bases uploaded once per (device, circuit) and kept resident; B_G2 runs on the
+//! device too, or on the CPU overlapped with the G1 work ([`B2Placement::Cpu`], as supraseal
+//! does). Assembly is bellperson's, term for term.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime};
+
+use blstrs::{Bls12, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use ff::Field;
+use group::{prime::PrimeCurveAffine, Curve as _};
+use rand_core::OsRng;
+
+use super::device::{GpuDevice, GpuError};
+use super::msm::{msm, msm_device, DeviceBases, G1, G2};
+use super::ntt::Domain;
+use crate::groth16::{BackendError, Density, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness};
+use crate::srs::{CircuitId, Srs};
+
+/// Where the B_G2 MSM runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum B2Placement {
+    Gpu,
+    /// On the CPU (blst's multi-exp), in parallel with the device's G1 work.
+    Cpu,
+}
+
+/// The SRS bases of one circuit on the device.
+struct Resident {
+    id: CircuitId,
+    loaded_at: SystemTime,
+    h: DeviceBases<G1>,
+    l: DeviceBases<G1>,
+    a: DeviceBases<G1>,
+    b_g1: DeviceBases<G1>,
+    b_g2: Option<DeviceBases<G2>>,
+}
+
+/// A proving backend on one device; proofs on it run one at a time.
+pub struct GpuBackend {
+    dev: GpuDevice,
+    b2: B2Placement,
+    resident: Mutex<Option<Resident>>,
+}
+
+/// The five MSM results of one proof.
+pub struct MsmResults {
+    pub h: G1Projective,
+    pub l: G1Projective,
+    pub a: G1Projective,
+    pub b_g1: G1Projective,
+    pub b_g2: G2Projective,
+}
+
+impl GpuBackend {
+    pub fn new(dev: GpuDevice, b2: B2Placement) -> Self {
+        GpuBackend { dev, b2, resident: Mutex::new(None) }
+    }
+
+    pub fn device(&self) -> &GpuDevice {
+        &self.dev
+    }
+
+    fn device_error(&self, e: GpuError) -> BackendError {
+        let (call, reason) = match e {
+            GpuError::Driver { call, reason, .. } => (call.to_string(), reason),
+            other => ("prove".to_string(), other.to_string()),
+        };
+        BackendError::Device { device: self.dev.label(), call, reason }
+    }
+
+    fn upload_srs(&self, srs: &Srs) -> Result<Resident, GpuError> {
+        let dev = &self.dev;
+        Ok(Resident {
+            id: srs.id.clone(),
+            loaded_at: srs.loaded_at,
+            h: DeviceBases::upload(dev, &srs.h)?,
+            l: DeviceBases::upload(dev, &srs.l)?,
+            a: DeviceBases::upload(dev, &srs.a)?,
+            b_g1: DeviceBases::upload(dev, &srs.b_g1)?,
+            b_g2: match self.b2 {
+                B2Placement::Gpu => Some(DeviceBases::upload(dev, &srs.b_g2)?),
+                B2Placement::Cpu => None,
+            },
+        })
+    }
+
+    fn prove_inner(
+        &self,
+        w: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        let start = Instant::now();
+        check_shape(&w, srs)?;
+        let dev = &self.dev;
+        let mut slot = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        if !slot.as_ref().is_some_and(|r| r.id == srs.id && r.loaded_at == srs.loaded_at) {
+            *slot = None; // free the previous circuit's bases before uploading these
+            *slot = Some(self.upload_srs(srs).map_err(|e| self.device_error(e))?);
+        }
+        let res = slot.as_ref().ok_or_else(|| BackendError::Other("srs upload left no bases".into()))?;
+
+        let a_scalars = dense_scalars(&w.input, None, &w.aux, &w.a_aux_density);
+        let b_scalars = dense_scalars(&w.input, Some(&w.b_input_density), &w.aux, &w.b_aux_density);
+        let h_start = Instant::now();
+        let mut ntt_done = h_start;
+        let (gpu, b2_cpu) = std::thread::scope(|scope| {
+            let cpu = res.b_g2.is_none().then(|| scope.spawn(|| cpu_msm_g2(&srs.b_g2, &b_scalars)));
+            let gpu = (|| -> Result<_, GpuError> {
+                let dom = Domain::for_len(dev, w.a.len())?;
+                let mut h = dom.h(dev, &w.a, &w.b, &w.c)?;
+                dev.sync()?;
+                ntt_done = Instant::now();
+                release((w.a.len() + w.b.len() + w.c.len()) as u64 * 32);
+                let g_h = msm_device(dev, &res.h, &mut h, dom.size() - 1)?;
+                drop(h);
+                let g_l = msm(dev, &res.l, &w.aux)?;
+                let g_a = msm(dev, &res.a, &a_scalars)?;
+                let g_b1 = msm(dev, &res.b_g1, &b_scalars)?;
+                let g_b2 = res.b_g2.as_ref().map(|bases| msm(dev, bases, &b_scalars)).transpose()?;
+                Ok((g_h, g_l, g_a, g_b1, g_b2))
+            })();
+            (gpu, cpu.map(|t| t.join()))
+        });
+        let (h, l, a, b_g1, b_g2) = gpu.map_err(|e| self.device_error(e))?;
+        let b_g2 = match (b_g2, b2_cpu) {
+            (Some(p), _) => p,
+            (None, Some(Ok(p))) => p,
+            _ => return Err(BackendError::Other("b_g2 msm on the cpu panicked".into())),
+        };
+        release((w.input.len() + w.aux.len()) as u64 * 32);
+        let proof = assemble(&srs.vk, &MsmResults { h, l, a, b_g1, b_g2 }, Fr::random(OsRng), Fr::random(OsRng))?;
+        let msm_end = Instant::now();
+        Ok((
+            proof,
+            ProveTimings { ntt: ntt_done - h_start, msm: msm_end - ntt_done, total: msm_end - start },
+        ))
+    }
+}
+
+impl ProvingBackend for GpuBackend {
+    fn name(&self) -> String {
+        self.dev.label()
+    }
+
+    fn prove(
+        &self,
+        witness: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        catch_unwind(AssertUnwindSafe(|| self.prove_inner(witness, srs, release)))
+            .unwrap_or_else(|_| Err(BackendError::Other(format!("{}: prover panicked", self.dev.label()))))
+    }
+}
+
+/// The witness must have exactly as many values as the parameters have bases.
+fn check_shape(w: &Witness, srs: &Srs) -> Result<(), BackendError> {
+    let shape = |what: &str, got: usize, want: usize| {
+        if got == want {
+            Ok(())
+        } else {
+            Err(BackendError::Shape(format!("{what}: witness gives {got}, parameters have {want}")))
+        }
+    };
+    let m = w.a.len().max(1).next_power_of_two();
+    shape("a, b, c lengths", w.b.len().max(w.c.len()), w.a.len())?;
+    shape("h bases (domain - 1)", m - 1, srs.h.len())?;
+    shape("l bases (aux)", w.aux.len(), srs.l.len())?;
+    shape("a density over aux", w.a_aux_density.len(), w.aux.len())?;
+    shape("b density over inputs", w.b_input_density.len(), w.input.len())?;
+    shape("b density over aux", w.b_aux_density.len(), w.aux.len())?;
+    shape("a bases", w.input.len() + w.a_aux_density.count_ones(), srs.a.len())?;
+    let b = w.b_input_density.count_ones() + w.b_aux_density.count_ones();
+    shape("b_g1 bases", b, srs.b_g1.len())?;
+    shape("b_g2 bases", b, srs.b_g2.len())
+}
+
+/// Scalars paired with a query's bases: inputs (all, or where `input_density` is set), then aux
+/// where `aux_density` is set. The parameters omit the bases of unset variables.
+fn dense_scalars(input: &[Fr], input_density: Option<&Density>, aux: &[Fr], aux_density: &Density) -> Vec<Fr> {
+    let inputs = input.iter().enumerate().filter(|(i, _)| input_density.is_none_or(|d| d.get(*i)));
+    let auxes = aux.iter().enumerate().filter(|(i, _)| aux_density.get(*i));
+    inputs.chain(auxes).map(|(_, s)| *s).collect()
+}
+
+fn cpu_msm_g2(bases: &[G2Affine], scalars: &[Fr]) -> G2Projective {
+    let points: Vec<G2Projective> = bases.iter().map(G2Projective::from).collect();
+    G2Projective::multi_exp(&points, scalars)
+}
+
+/// bellperson's assembly: A = α + Σa + r·δ₁, B = β₂ + Σb₂ + s·δ₂,
+/// C = s·Σa + r·Σb₁ + r·s·δ₁ + s·α + r·β₁ + H + L.
+pub fn assemble(vk: &VerifyingKey<Bls12>, m: &MsmResults, r: Fr, s: Fr) -> Result<Proof<Bls12>, BackendError> {
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        return Err(BackendError::Shape("delta is the identity (subverted parameters)".into()));
+    }
+    let a = vk.delta_g1 * r + vk.alpha_g1 + m.a;
+    let b = vk.delta_g2 * s + vk.beta_g2 + m.b_g2;
+    let c = m.a * s + m.b_g1 * r + vk.delta_g1 * (r * s) + vk.alpha_g1 * s + vk.beta_g1 * r + m.h + m.l;
+    Ok(Proof { a: a.to_affine(), b: b.to_affine(), c: c.to_affine() })
+}

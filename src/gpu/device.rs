@@ -1,0 +1,281 @@
+//! One CUDA device: its context, stream, loaded kernels, and the typed errors of every call.
+//!
+//! cudarc loads libcuda at run time, so the same binary starts on hosts without a GPU:
+//! [`Gpu::enumerate`] then returns [`GpuError::NoDriver`] and the caller proves on the CPU.
+//! Every driver call goes through [`GpuDevice`] methods that name the call in the error.
+//! Dropping a `GpuDevice` frees its buffers and, with the last reference, the context.
+
+use std::sync::Arc;
+
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+    ValidAsZeroBits,
+};
+use cudarc::nvrtc::Ptx;
+
+use super::kernels;
+
+/// Why a GPU operation failed. Every variant says which call failed and on which device.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GpuError {
+    #[error("cuda: not built in (build with nvcc available; see cuda/install-nvcc.sh)")]
+    NotBuiltIn,
+    #[error("no CUDA driver (libcuda) on this host")]
+    NoDriver,
+    #[error("bad device selection {0:?}: use \"all\" or a comma-separated list of ordinals")]
+    BadSelection(String),
+    #[error("device {device} not present ({count} CUDA devices)")]
+    NoSuchDevice { device: usize, count: usize },
+    #[error("cuda:{device} {call}: {reason}")]
+    Driver { device: usize, call: &'static str, reason: String },
+    #[error("cuda:{device} {what} needs {needed} bytes, {free} free")]
+    OutOfMemory { device: usize, what: &'static str, needed: u64, free: u64 },
+}
+
+/// The driver entry point, guarded: cudarc panics when libcuda is missing, so check first.
+fn driver_present() -> bool {
+    // SAFETY: only tries to dlopen libcuda.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// Entry point to the machine's GPUs.
+pub struct Gpu;
+
+impl Gpu {
+    /// Number of CUDA devices, 0 when there is no driver or kernels were not built in.
+    pub fn device_count() -> Result<usize, GpuError> {
+        if !kernels::BUILT_IN {
+            return Err(GpuError::NotBuiltIn);
+        }
+        if !driver_present() {
+            return Err(GpuError::NoDriver);
+        }
+        CudaContext::device_count()
+            .map(|n| n.max(0) as usize)
+            .map_err(|e| GpuError::Driver { device: 0, call: "cuDeviceGetCount", reason: e.to_string() })
+    }
+
+    /// Opens the selected devices: `"all"` or a comma-separated list of ordinals ("0,2").
+    pub fn enumerate(devices: &str) -> Result<Vec<GpuDevice>, GpuError> {
+        let count = Self::device_count()?;
+        let ordinals: Vec<usize> = if devices.trim() == "all" {
+            (0..count).collect()
+        } else {
+            devices
+                .split(',')
+                .map(|d| d.trim().parse::<usize>().map_err(|_| GpuError::BadSelection(devices.to_string())))
+                .collect::<Result<_, _>>()?
+        };
+        ordinals
+            .into_iter()
+            .map(|device| {
+                if device >= count {
+                    Err(GpuError::NoSuchDevice { device, count })
+                } else {
+                    GpuDevice::open(device)
+                }
+            })
+            .collect()
+    }
+}
+
+/// Kernels looked up once per device.
+pub struct Kernels {
+    pub ntt_bitrev: CudaFunction,
+    pub ntt_smem: CudaFunction,
+    pub ntt_stage: CudaFunction,
+    pub fr_mul_powers: CudaFunction,
+    pub fr_powers: CudaFunction,
+    pub h_pointwise: CudaFunction,
+    pub fr_from_mont: CudaFunction,
+    pub msm_classify: CudaFunction,
+    pub msm_hist: CudaFunction,
+    pub msm_scan: CudaFunction,
+    pub msm_scatter: CudaFunction,
+    pub msm_task_count: CudaFunction,
+    pub msm_task_fill: CudaFunction,
+    pub g1: CurveKernels,
+    pub g2: CurveKernels,
+}
+
+/// The per-curve MSM kernels (same template, G1 or G2 field).
+pub struct CurveKernels {
+    pub buckets: CudaFunction,
+    pub gather: CudaFunction,
+    pub segments: CudaFunction,
+    pub reduce_rows: CudaFunction,
+    pub sum_listed: CudaFunction,
+}
+
+/// One opened CUDA device.
+pub struct GpuDevice {
+    ordinal: usize,
+    name: String,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    _module: Arc<CudaModule>,
+    pub(crate) k: Kernels,
+}
+
+impl GpuDevice {
+    fn open(ordinal: usize) -> Result<GpuDevice, GpuError> {
+        let err = |call: &'static str| move |e: cudarc::driver::DriverError| GpuError::Driver {
+            device: ordinal,
+            call,
+            reason: e.to_string(),
+        };
+        let ctx = CudaContext::new(ordinal).map_err(err("cuCtxCreate"))?;
+        let name = ctx.name().map_err(err("cuDeviceGetName"))?;
+        // One stream per device and no cross-stream work: cudarc's per-buffer event tracking
+        // would only add events to every launch.
+        // SAFETY: all buffers of this context are used on `stream` only.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(err("cuStreamCreate"))?;
+        let module = ctx.load_module(Ptx::from_binary(kernels::FATBIN.to_vec())).map_err(err("cuModuleLoadData"))?;
+        let f = |name: &'static str| module.load_function(name).map_err(err(name));
+        let curve = |g: &str| -> Result<CurveKernels, GpuError> {
+            let l = |suffix: &str| {
+                let name = format!("msm_{g}_{suffix}");
+                module.load_function(&name).map_err(|e| GpuError::Driver {
+                    device: ordinal,
+                    call: "cuModuleGetFunction",
+                    reason: format!("{name}: {e}"),
+                })
+            };
+            Ok(CurveKernels {
+                buckets: l("buckets")?,
+                gather: l("gather")?,
+                segments: l("segments")?,
+                reduce_rows: l("reduce_rows")?,
+                sum_listed: l("sum_listed")?,
+            })
+        };
+        let k = Kernels {
+            ntt_bitrev: f("ntt_bitrev")?,
+            ntt_smem: f("ntt_smem")?,
+            ntt_stage: f("ntt_stage")?,
+            fr_mul_powers: f("fr_mul_powers")?,
+            fr_powers: f("fr_powers")?,
+            h_pointwise: f("h_pointwise")?,
+            fr_from_mont: f("fr_from_mont")?,
+            msm_classify: f("msm_classify")?,
+            msm_hist: f("msm_hist")?,
+            msm_scan: f("msm_scan")?,
+            msm_scatter: f("msm_scatter")?,
+            msm_task_count: f("msm_task_count")?,
+            msm_task_fill: f("msm_task_fill")?,
+            g1: curve("g1")?,
+            g2: curve("g2")?,
+        };
+        Ok(GpuDevice { ordinal, name, ctx, stream, _module: module, k })
+    }
+
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// "cuda:0 (NVIDIA H200)"
+    pub fn label(&self) -> String {
+        format!("cuda:{} ({})", self.ordinal, self.name)
+    }
+
+    pub(crate) fn err(&self, call: &'static str, e: impl std::fmt::Display) -> GpuError {
+        GpuError::Driver { device: self.ordinal, call, reason: e.to_string() }
+    }
+
+    /// (free, total) device memory in bytes.
+    pub fn mem_info(&self) -> Result<(u64, u64), GpuError> {
+        self.ctx.mem_get_info().map(|(f, t)| (f as u64, t as u64)).map_err(|e| self.err("cuMemGetInfo", e))
+    }
+
+    /// Fails with a typed error (instead of a driver OOM halfway) when `bytes` will not fit.
+    pub(crate) fn reserve(&self, what: &'static str, bytes: u64) -> Result<(), GpuError> {
+        let (free, _) = self.mem_info()?;
+        if bytes > free {
+            return Err(GpuError::OutOfMemory { device: self.ordinal, what, needed: bytes, free });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    pub(crate) fn zeros<T: DeviceRepr + ValidAsZeroBits>(&self, n: usize) -> Result<CudaSlice<T>, GpuError> {
+        self.stream.alloc_zeros::<T>(n.max(1)).map_err(|e| self.err("cuMemAllocAsync", e))
+    }
+
+    pub(crate) fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>, GpuError> {
+        if host.is_empty() {
+            // SAFETY: an unwritten one-element buffer that nothing reads.
+            return unsafe { self.stream.alloc::<T>(1) }.map_err(|e| self.err("cuMemAllocAsync", e));
+        }
+        self.stream.clone_htod(host).map_err(|e| self.err("cuMemcpyHtoDAsync", e))
+    }
+
+    pub(crate) fn download<T: DeviceRepr + Default + Clone>(
+        &self,
+        dev: &CudaSlice<T>,
+        n: usize,
+    ) -> Result<Vec<T>, GpuError> {
+        let mut host = vec![T::default(); n];
+        if n > 0 {
+            self.stream.memcpy_dtoh(&dev.slice(..n), &mut host).map_err(|e| self.err("cuMemcpyDtoHAsync", e))?;
+        }
+        self.sync()?;
+        Ok(host)
+    }
+
+    pub(crate) fn sync(&self) -> Result<(), GpuError> {
+        self.stream.synchronize().map_err(|e| self.err("cuStreamSynchronize", e))
+    }
+
+    /// Starts a launch of `f` on this device's stream; finish with [`Launch::run`].
+    pub(crate) fn launch<'a>(&'a self, f: &'a CudaFunction, name: &'static str) -> Launch<'a> {
+        Launch { dev: self, name, args: self.stream.launch_builder(f) }
+    }
+
+    /// Milliseconds the device spends in `work`, measured with events on the stream.
+    pub(crate) fn time_ms<T>(&self, work: impl FnOnce() -> Result<T, GpuError>) -> Result<(T, f32), GpuError> {
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self.ctx.new_event(flags).map_err(|e| self.err("cuEventCreate", e))?;
+        let end = self.ctx.new_event(flags).map_err(|e| self.err("cuEventCreate", e))?;
+        start.record(&self.stream).map_err(|e| self.err("cuEventRecord", e))?;
+        let out = work()?;
+        end.record(&self.stream).map_err(|e| self.err("cuEventRecord", e))?;
+        end.synchronize().map_err(|e| self.err("cuEventSynchronize", e))?;
+        let ms = start.elapsed_ms(&end).map_err(|e| self.err("cuEventElapsedTime", e))?;
+        Ok((out, ms))
+    }
+}
+
+/// A kernel launch being assembled; the name goes into the error.
+pub(crate) struct Launch<'a> {
+    dev: &'a GpuDevice,
+    name: &'static str,
+    args: cudarc::driver::LaunchArgs<'a>,
+}
+
+impl<'a> Launch<'a> {
+    pub fn arg<T>(mut self, a: &'a T) -> Self
+    where
+        cudarc::driver::LaunchArgs<'a>: PushKernelArg<&'a T>,
+    {
+        self.args.arg(a);
+        self
+    }
+
+    /// Launches with `grid` × `block` threads (grid.1 = rows for 2-D grids).
+    pub fn run(mut self, grid: (u32, u32), block: u32) -> Result<(), GpuError> {
+        let cfg = LaunchConfig { grid_dim: (grid.0.max(1), grid.1.max(1), 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: every kernel's argument list is built by the typed wrappers in ntt.rs / msm.rs,
+        // which match the signatures in cuda/; sizes passed bound every index the kernels use.
+        unsafe { self.args.launch(cfg) }.map_err(|e| self.dev.err(self.name, e))?;
+        Ok(())
+    }
+}
+
+/// Blocks of `block` threads covering `n` threads.
+pub(crate) fn blocks(n: u64, block: u32) -> u32 {
+    n.div_ceil(block as u64) as u32
+}

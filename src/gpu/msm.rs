@@ -1,0 +1,331 @@
+//! G1 and G2 multi-scalar multiplication on the device (Pippenger; see cuda/msm/pippenger.cuh).
+//!
+//! Bases stay resident in [`DeviceBases`]; each call uploads (or is handed) the scalars, splits off
+//! the 0s and 1s, sorts the rest by signed-window bucket, and reads back one point per window,
+//! which the host combines with doublings in blstrs.
+
+use std::marker::PhantomData;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+use group::Group;
+
+use super::device::{blocks, CurveKernels, GpuDevice, GpuError, Kernels};
+use super::types::{AsDevice, DevFr, DevG1Affine, DevG1Xyzz, DevG2Affine, DevG2Xyzz};
+
+/* must match MSM_SCALAR_BITS, MSM_TASK_POINTS and MSM_SCAN_THREADS in cuda/msm/pippenger.cuh */
+const SCALAR_BITS: u32 = 256;
+const TASK_POINTS: u64 = 128;
+const SCAN_THREADS: u32 = 1024;
+/// Window bits are clamp(lg(1.5·n) − 8, MIN, MAX) for n scalars on the windowed path.
+const MIN_WINDOW_BITS: u32 = 4;
+const MAX_WINDOW_BITS: u32 = 16;
+/// Bucket runs per window in the segment step (a power of two ≤ the bucket count).
+const SEGMENTS_PER_WINDOW: u32 = 256;
+/// Threads summing the points whose scalar is 1 (each a grid-stride partial sum).
+const ONES_THREADS: u32 = 1 << 16;
+/// Threads per block of the point kernels and of the index kernels.
+const POINT_BLOCK: u32 = 128;
+const INDEX_BLOCK: u32 = 256;
+const _: () = assert!(SEGMENTS_PER_WINDOW.is_power_of_two() && ONES_THREADS % POINT_BLOCK == 0);
+const _: () = assert!(MAX_WINDOW_BITS < 31, "sign bit and bucket index share a u32");
+
+/// With `SNARKD_GPU_TRACE=1`, each MSM step is synchronized and its time printed to stderr
+/// (for finding the slow step; it serializes the stream, so leave it off when timing totals).
+struct Trace {
+    on: bool,
+    at: std::time::Instant,
+}
+
+impl Trace {
+    fn new() -> Trace {
+        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let on = *ON.get_or_init(|| std::env::var("SNARKD_GPU_TRACE").as_deref() == Ok("1"));
+        Trace { on, at: std::time::Instant::now() }
+    }
+    fn mark(&mut self, dev: &GpuDevice, what: &str) -> Result<(), GpuError> {
+        if self.on {
+            dev.sync()?;
+            eprintln!("msm trace: {what}: {:.3} ms", self.at.elapsed().as_secs_f64() * 1e3);
+            self.at = std::time::Instant::now();
+        }
+        Ok(())
+    }
+}
+
+/// A curve group the MSM kernels are instantiated for.
+pub trait Curve: 'static {
+    type Affine: AsDevice<Dev = Self::DevAffine> + Sync;
+    type DevAffine: DeviceRepr + Copy;
+    type DevXyzz: DeviceRepr + ValidAsZeroBits + Default + Clone;
+    type Projective: Group;
+    const NAME: &'static str;
+    fn kernels(k: &Kernels) -> &CurveKernels;
+    fn to_projective(p: &Self::DevXyzz) -> Self::Projective;
+}
+
+/// BLS12-381 G1.
+pub struct G1;
+/// BLS12-381 G2.
+pub struct G2;
+
+impl Default for DevG1Xyzz {
+    fn default() -> Self {
+        DevG1Xyzz([0; 48])
+    }
+}
+impl Default for DevG2Xyzz {
+    fn default() -> Self {
+        DevG2Xyzz([0; 96])
+    }
+}
+
+impl Curve for G1 {
+    type Affine = G1Affine;
+    type DevAffine = DevG1Affine;
+    type DevXyzz = DevG1Xyzz;
+    type Projective = G1Projective;
+    const NAME: &'static str = "g1";
+    fn kernels(k: &Kernels) -> &CurveKernels {
+        &k.g1
+    }
+    fn to_projective(p: &DevG1Xyzz) -> G1Projective {
+        p.to_projective()
+    }
+}
+
+impl Curve for G2 {
+    type Affine = G2Affine;
+    type DevAffine = DevG2Affine;
+    type DevXyzz = DevG2Xyzz;
+    type Projective = G2Projective;
+    const NAME: &'static str = "g2";
+    fn kernels(k: &Kernels) -> &CurveKernels {
+        &k.g2
+    }
+    fn to_projective(p: &DevG2Xyzz) -> G2Projective {
+        p.to_projective()
+    }
+}
+
+/// Bases resident on one device.
+pub struct DeviceBases<C: Curve> {
+    buf: CudaSlice<C::DevAffine>,
+    len: usize,
+    _curve: PhantomData<C>,
+}
+
+impl<C: Curve> DeviceBases<C> {
+    pub fn upload(dev: &GpuDevice, bases: &[C::Affine]) -> Result<Self, GpuError> {
+        dev.reserve("msm bases", (bases.len() * std::mem::size_of::<C::DevAffine>()) as u64)?;
+        Ok(DeviceBases { buf: dev.upload(C::Affine::as_device(bases))?, len: bases.len(), _curve: PhantomData })
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn bytes(&self) -> u64 {
+        (self.len * std::mem::size_of::<C::DevAffine>()) as u64
+    }
+}
+
+/// The window width for `n` scalars on the windowed path.
+pub fn window_bits(n: usize) -> u32 {
+    let lg = ((n.max(1) as f64) * 1.5).log2().floor() as i64 - 8;
+    lg.clamp(MIN_WINDOW_BITS as i64, MAX_WINDOW_BITS as i64) as u32
+}
+
+/// Σ scalars[i] · bases[i] for host scalars (Montgomery, as blstrs holds them).
+pub fn msm<C: Curve>(dev: &GpuDevice, bases: &DeviceBases<C>, scalars: &[Fr]) -> Result<C::Projective, GpuError> {
+    let mut s = dev.upload(Fr::as_device(scalars))?;
+    msm_device(dev, bases, &mut s, scalars.len())
+}
+
+/// Σ s[i] · bases[i] over the first `n` device scalars (Montgomery; converted in place).
+pub(crate) fn msm_device<C: Curve>(
+    dev: &GpuDevice,
+    bases: &DeviceBases<C>,
+    s: &mut CudaSlice<DevFr>,
+    n: usize,
+) -> Result<C::Projective, GpuError> {
+    if n > bases.len {
+        return Err(dev.err("msm", format!("{n} scalars for {} {} bases", bases.len, C::NAME)));
+    }
+    if n == 0 {
+        return Ok(C::Projective::identity());
+    }
+    let ck = C::kernels(&dev.k);
+    let n64 = n as u64;
+    let n32 = n as u32;
+    dev.launch(&dev.k.fr_from_mont, "fr_from_mont").arg(s).arg(&n64).run((blocks(n64, INDEX_BLOCK), 1), INDEX_BLOCK)?;
+    let mut ones = dev.zeros::<u32>(n)?;
+    let mut big = dev.zeros::<u32>(n)?;
+    let mut counts = dev.zeros::<u32>(2)?;
+    dev.launch(&dev.k.msm_classify, "msm_classify")
+        .arg(s)
+        .arg(&n32)
+        .arg(&mut ones)
+        .arg(&mut big)
+        .arg(&mut counts)
+        .run((blocks(n64, INDEX_BLOCK), 1), INDEX_BLOCK)?;
+    let mut trace = Trace::new();
+    let host_counts = dev.download(&counts, 2)?;
+    trace.mark(dev, "convert + classify")?;
+    let (n_ones, n_big) = (host_counts[0] as usize, host_counts[1] as usize);
+
+    let mut total = C::Projective::identity();
+    if n_ones > 0 {
+        let mut partial = dev.zeros::<C::DevXyzz>(ONES_THREADS as usize)?;
+        dev.launch(&ck.sum_listed, "msm_sum_listed")
+            .arg(&bases.buf)
+            .arg(&ones)
+            .arg(&counts)
+            .arg(&mut partial)
+            .run((ONES_THREADS / POINT_BLOCK, 1), POINT_BLOCK)?;
+        let sum = reduce_rows::<C>(dev, partial, ONES_THREADS, 1)?;
+        total += C::to_projective(&dev.download(&sum, 1)?[0]);
+        trace.mark(dev, &format!("{n_ones} ones"))?;
+    }
+    drop(ones);
+    if n_big > 0 {
+        total += windowed::<C>(dev, bases, s, &big, &counts, n_big, &mut trace)?;
+    }
+    Ok(total)
+}
+
+/// The signed-window Pippenger over the `n_big` scalars listed in `big`.
+fn windowed<C: Curve>(
+    dev: &GpuDevice,
+    bases: &DeviceBases<C>,
+    s: &CudaSlice<DevFr>,
+    big: &CudaSlice<u32>,
+    counts: &CudaSlice<u32>,
+    n_big: usize,
+    trace: &mut Trace,
+) -> Result<C::Projective, GpuError> {
+    let ck = C::kernels(&dev.k);
+    let c = window_bits(n_big);
+    let nwin = SCALAR_BITS.div_ceil(c);
+    let nbuckets = 1u32 << (c - 1);
+    let keys = nwin * nbuckets;
+    let sorted_len = nwin as u64 * n_big as u64;
+    // Σ max(1, ⌈count / T⌉) over the buckets ≤ keys + ⌈points / T⌉; unused tasks stay empty.
+    let max_tasks = keys as u64 + sorted_len.div_ceil(TASK_POINTS);
+    if max_tasks.max(sorted_len) > u32::MAX as u64 {
+        return Err(dev.err("msm", format!("{n_big} scalars exceed the 32-bit bucket index")));
+    }
+    let xyzz = std::mem::size_of::<C::DevXyzz>() as u64;
+    dev.reserve("msm buckets", sorted_len * 4 + max_tasks * (8 + xyzz) + keys as u64 * (16 + 2 * xyzz))?;
+    let mut hist = dev.zeros::<u32>(keys as usize)?;
+    let grid = (blocks(n_big as u64, INDEX_BLOCK), nwin);
+    dev.launch(&dev.k.msm_hist, "msm_hist")
+        .arg(s)
+        .arg(big)
+        .arg(counts)
+        .arg(&c)
+        .arg(&nwin)
+        .arg(&mut hist)
+        .run(grid, INDEX_BLOCK)?;
+    trace.mark(dev, &format!("hist ({n_big} scalars, c = {c})"))?;
+    let mut start = dev.zeros::<u32>(keys as usize)?;
+    dev.launch(&dev.k.msm_scan, "msm_scan").arg(&hist).arg(&mut start).arg(&keys).run((1, 1), SCAN_THREADS)?;
+    drop(hist);
+    let mut cursor = dev.zeros::<u32>(keys as usize)?;
+    dev.stream().memcpy_dtod(&start, &mut cursor).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+    let mut sorted = dev.zeros::<u32>(sorted_len as usize)?;
+    dev.launch(&dev.k.msm_scatter, "msm_scatter")
+        .arg(s)
+        .arg(big)
+        .arg(counts)
+        .arg(&c)
+        .arg(&nwin)
+        .arg(&mut cursor)
+        .arg(&mut sorted)
+        .run(grid, INDEX_BLOCK)?;
+    trace.mark(dev, "scan + scatter")?;
+    let grid_keys = (blocks(keys as u64, INDEX_BLOCK), 1);
+    let mut ntask = dev.zeros::<u32>(keys as usize)?;
+    dev.launch(&dev.k.msm_task_count, "msm_task_count")
+        .arg(&start)
+        .arg(&cursor)
+        .arg(&keys)
+        .arg(&mut ntask)
+        .run(grid_keys, INDEX_BLOCK)?;
+    let mut task_off = dev.zeros::<u32>(keys as usize)?;
+    dev.launch(&dev.k.msm_scan, "msm_scan").arg(&ntask).arg(&mut task_off).arg(&keys).run((1, 1), SCAN_THREADS)?;
+    let mut task_lo = dev.zeros::<u32>(max_tasks as usize)?;
+    let mut task_hi = dev.zeros::<u32>(max_tasks as usize)?;
+    dev.launch(&dev.k.msm_task_fill, "msm_task_fill")
+        .arg(&start)
+        .arg(&cursor)
+        .arg(&ntask)
+        .arg(&task_off)
+        .arg(&keys)
+        .arg(&mut task_lo)
+        .arg(&mut task_hi)
+        .run(grid_keys, INDEX_BLOCK)?;
+    let max_tasks32 = max_tasks as u32;
+    let mut partial = dev.zeros::<C::DevXyzz>(max_tasks as usize)?;
+    dev.launch(&ck.buckets, "msm_buckets")
+        .arg(&bases.buf)
+        .arg(&sorted)
+        .arg(&task_lo)
+        .arg(&task_hi)
+        .arg(&max_tasks32)
+        .arg(&mut partial)
+        .run((blocks(max_tasks, POINT_BLOCK), 1), POINT_BLOCK)?;
+    let mut bk = dev.zeros::<C::DevXyzz>(keys as usize)?;
+    dev.launch(&ck.gather, "msm_gather")
+        .arg(&partial)
+        .arg(&ntask)
+        .arg(&task_off)
+        .arg(&keys)
+        .arg(&mut bk)
+        .run((blocks(keys as u64, POINT_BLOCK), 1), POINT_BLOCK)?;
+    trace.mark(dev, "buckets")?;
+    drop((sorted, start, cursor, ntask, task_off, task_lo, task_hi, partial));
+    let nseg = SEGMENTS_PER_WINDOW.min(nbuckets);
+    let mut seg = dev.zeros::<C::DevXyzz>((nseg * nwin) as usize)?;
+    dev.launch(&ck.segments, "msm_segments")
+        .arg(&bk)
+        .arg(&nbuckets)
+        .arg(&nseg)
+        .arg(&nwin)
+        .arg(&mut seg)
+        .run((blocks((nseg * nwin) as u64, POINT_BLOCK), 1), POINT_BLOCK)?;
+    let windows = dev.download(&reduce_rows::<C>(dev, seg, nseg, nwin)?, nwin as usize)?;
+    trace.mark(dev, "segments + reduce")?;
+    let mut acc = C::Projective::identity();
+    for w in windows.iter().rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        acc += C::to_projective(w);
+    }
+    Ok(acc)
+}
+
+/// Pairwise sums within each of `rows` rows of `cols` points until one column is left.
+fn reduce_rows<C: Curve>(
+    dev: &GpuDevice,
+    mut buf: CudaSlice<C::DevXyzz>,
+    mut cols: u32,
+    rows: u32,
+) -> Result<CudaSlice<C::DevXyzz>, GpuError> {
+    let ck = C::kernels(&dev.k);
+    while cols > 1 {
+        let half = cols.div_ceil(2);
+        let mut out = dev.zeros::<C::DevXyzz>((half * rows) as usize)?;
+        dev.launch(&ck.reduce_rows, "msm_reduce_rows")
+            .arg(&buf)
+            .arg(&cols)
+            .arg(&rows)
+            .arg(&mut out)
+            .run((blocks((half * rows) as u64, POINT_BLOCK), 1), POINT_BLOCK)?;
+        buf = out;
+        cols = half;
+    }
+    Ok(buf)
+}

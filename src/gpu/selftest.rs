@@ -1,0 +1,365 @@
+//! Library entry points for `snarkctl selftest --gpu` and `snarkctl bench msm|ntt|prove`.
+//!
+//! The self-test compares every kernel with a CPU reference (blst multi-exp; a plain radix-2 NTT
+//! that is itself checked against the DFT definition) on fresh random inputs plus the edge cases
+//! that break MSMs: scalars 0, 1, r−1, P = Q, P = −Q, sizes not a multiple of 32, n = 1.
+//! Benchmarks report medians of warm runs timed with device events.
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use ff::{Field, PrimeField};
+use group::{Curve as _, Group};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+use super::device::{GpuDevice, GpuError};
+use cudarc::driver::CudaSlice;
+
+use super::msm::{msm, msm_device, DeviceBases, G1, G2};
+use super::types::{AsDevice, DevFr};
+use super::ntt::{h_poly, ntt, Domain, NttKind};
+
+/// Timed repetitions after one warm-up run.
+const BENCH_RUNS: usize = 5;
+/// Distinct random bases a benchmark tiles over its n (generating 2^24 random points would take
+/// the host minutes; the device's work does not depend on the bases being distinct).
+const BENCH_DISTINCT_BASES: usize = 1 << 16;
+
+/// One check of the self-test.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Check {
+    pub name: String,
+    pub passed: bool,
+    pub detail: String,
+}
+
+/// Outcome of [`selftest`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    pub device: String,
+    pub seed: u64,
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(|c| c.passed)
+    }
+}
+
+/// Scalar mix for MSM benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Distribution {
+    /// Uniform in Fr.
+    Random,
+    /// Like a Filecoin witness: 50% zeros, 40% ones, 10% uniform.
+    Filecoin,
+}
+
+/// A benchmark result: median and spread of warm runs, device-event timed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BenchReport {
+    pub what: String,
+    pub median_ms: f32,
+    pub min_ms: f32,
+    pub max_ms: f32,
+}
+
+fn random_scalars(rng: &mut StdRng, n: usize, dist: Distribution) -> Vec<Fr> {
+    let seed: u64 = rng.gen();
+    (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let mut r = StdRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            match dist {
+                Distribution::Random => Fr::random(&mut r),
+                Distribution::Filecoin => match r.gen_range(0..10) {
+                    0..=4 => Fr::ZERO,
+                    5..=8 => Fr::ONE,
+                    _ => Fr::random(&mut r),
+                },
+            }
+        })
+        .collect()
+}
+
+fn random_points<P: Group + Send + Sync>(rng: &mut StdRng, n: usize) -> Vec<P> {
+    let seed: u64 = rng.gen();
+    (0..n).into_par_iter().map(|i| P::random(StdRng::seed_from_u64(seed.wrapping_add(i as u64)))).collect()
+}
+
+fn g1_affine(p: &[G1Projective]) -> Vec<G1Affine> {
+    let mut out = vec![G1Affine::default(); p.len()];
+    G1Projective::batch_normalize(p, &mut out);
+    out
+}
+
+fn g2_affine(p: &[G2Projective]) -> Vec<G2Affine> {
+    let mut out = vec![G2Affine::default(); p.len()];
+    G2Projective::batch_normalize(p, &mut out);
+    out
+}
+
+/// Reference radix-2 NTT (natural order), the same map as bellperson's `EvaluationDomain::fft`.
+fn cpu_ntt(v: &mut [Fr], omega: Fr) {
+    let n = v.len();
+    let log_n = n.trailing_zeros();
+    for i in 0..n {
+        let j = i.reverse_bits() >> (usize::BITS - log_n.max(1)) & if log_n == 0 { 0 } else { usize::MAX };
+        if i < j {
+            v.swap(i, j);
+        }
+    }
+    let mut h = 1;
+    while h < n {
+        let w_step = omega.pow_vartime([(n / (2 * h)) as u64]);
+        for start in (0..n).step_by(2 * h) {
+            let mut w = Fr::ONE;
+            for j in 0..h {
+                let u = v[start + j];
+                let t = v[start + j + h] * w;
+                v[start + j] = u + t;
+                v[start + j + h] = u - t;
+                w *= w_step;
+            }
+        }
+        h *= 2;
+    }
+}
+
+fn omega(log_n: u32) -> Fr {
+    let mut w = Fr::ROOT_OF_UNITY;
+    for _ in log_n..Fr::S {
+        w = w.square();
+    }
+    w
+}
+
+fn cpu_ntt_kind(v: &mut [Fr], kind: NttKind) {
+    let log_n = v.len().trailing_zeros();
+    let g = Fr::MULTIPLICATIVE_GENERATOR;
+    let distribute = |v: &mut [Fr], g: Fr| {
+        let mut p = Fr::ONE;
+        for x in v.iter_mut() {
+            *x *= p;
+            p *= g;
+        }
+    };
+    let inverse = |v: &mut [Fr]| {
+        cpu_ntt(v, omega(log_n).invert().unwrap());
+        let m_inv = Fr::from(v.len() as u64).invert().unwrap();
+        v.iter_mut().for_each(|x| *x *= m_inv);
+    };
+    match kind {
+        NttKind::Forward => cpu_ntt(v, omega(log_n)),
+        NttKind::Inverse => inverse(v),
+        NttKind::CosetForward => {
+            distribute(v, g);
+            cpu_ntt(v, omega(log_n));
+        }
+        NttKind::CosetInverse => {
+            inverse(v);
+            distribute(v, g.invert().unwrap());
+        }
+    }
+}
+
+/// bellperson's `execute_fft`, on the CPU.
+fn cpu_h(a: &[Fr], b: &[Fr], c: &[Fr]) -> Vec<Fr> {
+    let m = a.len().max(1).next_power_of_two();
+    let pad = |v: &[Fr]| {
+        let mut v = v.to_vec();
+        v.resize(m, Fr::ZERO);
+        cpu_ntt_kind(&mut v, NttKind::Inverse);
+        cpu_ntt_kind(&mut v, NttKind::CosetForward);
+        v
+    };
+    let (mut a, b, c) = (pad(a), pad(b), pad(c));
+    let z_inv = (Fr::MULTIPLICATIVE_GENERATOR.pow_vartime([m as u64]) - Fr::ONE).invert().unwrap();
+    for i in 0..m {
+        a[i] = (a[i] * b[i] - c[i]) * z_inv;
+    }
+    cpu_ntt_kind(&mut a, NttKind::CosetInverse);
+    a.truncate(m - 1);
+    a
+}
+
+/// Runs every kernel against its CPU reference on `dev`.
+pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> {
+    let seed = seed.unwrap_or_else(|| rand::thread_rng().gen());
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut checks = Vec::new();
+    let mut check = |name: String, passed: bool, detail: String| checks.push(Check { name, passed, detail });
+
+    // The reference NTT against the DFT definition, so the GPU is compared with something known.
+    let v = random_scalars(&mut rng, 16, Distribution::Random);
+    let w = omega(4);
+    let dft: Vec<Fr> =
+        (0..16u64).map(|i| v.iter().enumerate().fold(Fr::ZERO, |acc, (j, x)| acc + *x * w.pow_vartime([i * j as u64]))).collect();
+    let mut r = v.clone();
+    cpu_ntt(&mut r, w);
+    check("cpu reference ntt = dft (n=16)".into(), r == dft, String::new());
+
+    for log_n in [0u32, 1, 5, 10, 11, 13] {
+        for kind in [NttKind::Forward, NttKind::Inverse, NttKind::CosetForward, NttKind::CosetInverse] {
+            let v = random_scalars(&mut rng, 1 << log_n, Distribution::Random);
+            let mut want = v.clone();
+            cpu_ntt_kind(&mut want, kind);
+            let mut got = v;
+            ntt(dev, &mut got, kind)?;
+            let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
+            check(format!("ntt {kind:?} 2^{log_n}"), bad == 0, format!("{bad} of {} differ", want.len()));
+        }
+    }
+
+    for n in [1usize, 2, 1000, 4097] {
+        let a = random_scalars(&mut rng, n, Distribution::Random);
+        let b = random_scalars(&mut rng, n, Distribution::Random);
+        let c: Vec<Fr> = a.iter().zip(&b).map(|(x, y)| *x * *y).collect(); // a satisfied R1CS
+        let got = h_poly(dev, &a, &b, &c)?;
+        let want = cpu_h(&a, &b, &c);
+        check(format!("h {n} constraints"), got == want, format!("{} coefficients", want.len()));
+        let c_rand = random_scalars(&mut rng, n, Distribution::Random); // and an unsatisfied one
+        let got = h_poly(dev, &a, &b, &c_rand)?;
+        check(format!("h {n} constraints, random c"), got == cpu_h(&a, &b, &c_rand), String::new());
+    }
+
+    let g1_points: Vec<G1Projective> = random_points(&mut rng, 5000);
+    let g2_points: Vec<G2Projective> = random_points(&mut rng, 600);
+    let g1_same = vec![g1_points[0]; 100];
+    let g1_opp: Vec<G1Projective> = (0..100).map(|i| if i % 2 == 0 { g1_points[1] } else { -g1_points[1] }).collect();
+    let g2_same = vec![g2_points[0]; 40];
+    type Case = (&'static str, fn(&mut StdRng, usize) -> Vec<Fr>);
+    let cases: [Case; 8] = [
+        ("random", |r, n| random_scalars(r, n, Distribution::Random)),
+        ("filecoin mix", |r, n| random_scalars(r, n, Distribution::Filecoin)),
+        ("all zero", |_, n| vec![Fr::ZERO; n]),
+        ("all one", |_, n| vec![Fr::ONE; n]),
+        ("all r-1", |_, n| vec![-Fr::ONE; n]),
+        ("0/1/r-1 cycle", |_, n| (0..n).map(|i| [Fr::ZERO, Fr::ONE, -Fr::ONE][i % 3]).collect()),
+        ("small", |r, n| (0..n).map(|_| Fr::from(r.gen_range(0u64..40))).collect()),
+        ("equal random", |r, n| vec![Fr::random(r); n]),
+    ];
+    for (label, gen) in cases {
+        for n in [1usize, 31, 33, 1000, 5000] {
+            let scalars = gen(&mut rng, n);
+            let pts = g1_affine(&g1_points[..n]);
+            let bases = DeviceBases::<G1>::upload(dev, &pts)?;
+            let got = msm(dev, &bases, &scalars)?;
+            let want = G1Projective::multi_exp(&g1_points[..n], &scalars);
+            check(format!("g1 msm {label} n={n}"), got == want, String::new());
+        }
+        for n in [1usize, 33, 600] {
+            let scalars = gen(&mut rng, n);
+            let bases = DeviceBases::<G2>::upload(dev, &g2_affine(&g2_points[..n]))?;
+            let got = msm(dev, &bases, &scalars)?;
+            check(format!("g2 msm {label} n={n}"), got == G2Projective::multi_exp(&g2_points[..n], &scalars), String::new());
+        }
+    }
+    for (label, pts) in [("P = Q", &g1_same), ("P = -Q", &g1_opp)] {
+        for gen in [Distribution::Random, Distribution::Filecoin] {
+            let scalars = random_scalars(&mut rng, pts.len(), gen);
+            let bases = DeviceBases::<G1>::upload(dev, &g1_affine(pts))?;
+            let got = msm(dev, &bases, &scalars)?;
+            check(format!("g1 msm {label} {gen:?}"), got == G1Projective::multi_exp(pts, &scalars), String::new());
+        }
+        let ones = vec![Fr::ONE; pts.len()];
+        let bases = DeviceBases::<G1>::upload(dev, &g1_affine(pts))?;
+        check(format!("g1 msm {label} ones"), msm(dev, &bases, &ones)? == G1Projective::multi_exp(pts, &ones), String::new());
+    }
+    let scalars = random_scalars(&mut rng, g2_same.len(), Distribution::Random);
+    let bases = DeviceBases::<G2>::upload(dev, &g2_affine(&g2_same))?;
+    check("g2 msm P = Q".into(), msm(dev, &bases, &scalars)? == G2Projective::multi_exp(&g2_same, &scalars), String::new());
+    // Infinity among the bases (blst encodes it as all-zero affine coordinates).
+    let mut with_inf = g1_affine(&g1_points[..64]);
+    with_inf[7] = G1Affine::default();
+    let scalars = random_scalars(&mut rng, 64, Distribution::Random);
+    let want: G1Projective = with_inf.iter().zip(&scalars).map(|(p, s)| G1Projective::from(p) * s).sum();
+    let bases = DeviceBases::<G1>::upload(dev, &with_inf)?;
+    check("g1 msm with an infinity base".into(), msm(dev, &bases, &scalars)? == want, String::new());
+
+    Ok(Report { device: dev.label(), seed, checks })
+}
+
+fn median(mut t: Vec<f32>, what: String) -> BenchReport {
+    t.sort_by(|a, b| a.total_cmp(b));
+    BenchReport { what, median_ms: t[t.len() / 2], min_ms: t[0], max_ms: t[t.len() - 1] }
+}
+
+fn bench_bases<A: Copy>(distinct: Vec<A>, n: usize) -> Vec<A> {
+    (0..n).map(|i| distinct[i % distinct.len()]).collect()
+}
+
+/// G1 or G2 MSM of `n` scalars drawn from `dist`, bases resident. Two rows: the MSM from scalars
+/// already on the device (copied from a master buffer before each run, outside the timing) and
+/// the scalar upload from pageable host memory alone.
+pub fn bench_msm(dev: &GpuDevice, n: usize, dist: Distribution, g2: bool) -> Result<Vec<BenchReport>, GpuError> {
+    let mut rng = StdRng::seed_from_u64(n as u64);
+    let scalars = random_scalars(&mut rng, n, dist);
+    let (mut tc, mut tu) = (Vec::new(), Vec::new());
+    let master = dev.upload(Fr::as_device(&scalars))?;
+    let mut run = |mut f: Box<dyn FnMut(&mut CudaSlice<DevFr>) -> Result<(), GpuError> + '_>| -> Result<(), GpuError> {
+        for _ in 0..=BENCH_RUNS {
+            let mut s = dev.zeros::<DevFr>(n)?;
+            dev.stream().memcpy_dtod(&master, &mut s).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+            tc.push(dev.time_ms(|| f(&mut s))?.1);
+            tu.push(dev.time_ms(|| dev.upload(Fr::as_device(&scalars)).map(drop))?.1);
+        }
+        Ok(())
+    };
+    let curve = if g2 { "g2" } else { "g1" };
+    if g2 {
+        let bases = DeviceBases::<G2>::upload(dev, &bench_bases(g2_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES.min(n))), n))?;
+        run(Box::new(|s| msm_device(dev, &bases, s, n).map(drop)))?;
+    } else {
+        let bases = DeviceBases::<G1>::upload(dev, &bench_bases(g1_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES.min(n))), n))?;
+        run(Box::new(|s| msm_device(dev, &bases, s, n).map(drop)))?;
+    }
+    tc.remove(0);
+    tu.remove(0);
+    Ok(vec![
+        median(tc, format!("{curve} msm n={n} {dist:?}, scalars on device")),
+        median(tu, format!("{curve} scalar upload n={n} (pageable)")),
+    ])
+}
+
+/// Forward NTT of 2^log_n elements already on the device.
+pub fn bench_ntt(dev: &GpuDevice, log_n: u32) -> Result<BenchReport, GpuError> {
+    let mut rng = StdRng::seed_from_u64(log_n as u64);
+    let dom = Domain::new(dev, log_n)?;
+    let mut buf = dom.upload_padded(dev, &random_scalars(&mut rng, 1 << log_n, Distribution::Random))?;
+    let mut times = Vec::new();
+    for _ in 0..=BENCH_RUNS {
+        times.push(dev.time_ms(|| dom.apply(dev, &mut buf, NttKind::Forward))?.1);
+    }
+    times.remove(0);
+    Ok(median(times, format!("fr ntt 2^{log_n}")))
+}
+
+/// The device part of one proof's biggest stages at domain 2^log_n: uploading a, b, c, h from
+/// them, and the H MSM over it (bases resident), each timed on its own.
+pub fn bench_prove_shape(dev: &GpuDevice, log_n: u32) -> Result<Vec<BenchReport>, GpuError> {
+    let mut rng = StdRng::seed_from_u64(log_n as u64 + 100);
+    let m = 1usize << log_n;
+    let a = random_scalars(&mut rng, m, Distribution::Random);
+    let b = random_scalars(&mut rng, m, Distribution::Random);
+    let c = random_scalars(&mut rng, m, Distribution::Random);
+    let dom = Domain::new(dev, log_n)?;
+    let bases = DeviceBases::<G1>::upload(dev, &bench_bases(g1_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES.min(m))), m - 1))?;
+    let (mut tu, mut th, mut tm) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..=BENCH_RUNS.min(3) {
+        let (bufs, t) = dev.time_ms(|| Ok([dom.upload_padded(dev, &a)?, dom.upload_padded(dev, &b)?, dom.upload_padded(dev, &c)?]))?;
+        tu.push(t);
+        let (mut h, t) = dev.time_ms(|| dom.h_on_device(dev, bufs))?;
+        th.push(t);
+        tm.push(dev.time_ms(|| msm_device(dev, &bases, &mut h, m - 1))?.1);
+    }
+    tu.remove(0);
+    th.remove(0);
+    tm.remove(0);
+    Ok(vec![
+        median(tu, format!("a, b, c upload 2^{log_n} (pageable)")),
+        median(th, format!("h 2^{log_n} on device (7 ntt + pointwise)")),
+        median(tm, format!("h msm n=2^{log_n}-1")),
+    ])
+}

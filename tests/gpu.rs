@@ -1,0 +1,214 @@
+//! GPU tests. They always compile; without `SNARKD_TEST_GPU=1` they only check that the build
+//! reports its CUDA state consistently. With it they run the self-test (every kernel against its
+//! CPU reference) and prove-and-verify a small circuit with `GpuBackend`. `SNARKD_TEST_GPU_BENCH=1`
+//! adds the benchmarks (sizes from `SNARKD_BENCH_LOG`, default 20) and prints a table.
+
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, verify_proof};
+use blstrs::{Bls12, Scalar as Fr};
+use ff::Field;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use snarkd::gpu::{self, B2Placement, Distribution, Gpu, GpuBackend, GpuError};
+use snarkd::groth16::{Density, ProvingBackend, Witness};
+use snarkd::srs::{CircuitId, Srs};
+
+fn gpu_enabled() -> bool {
+    std::env::var("SNARKD_TEST_GPU").as_deref() == Ok("1")
+}
+
+#[test]
+fn build_reports_cuda_state() {
+    let status = gpu::cuda_status();
+    if gpu::BUILT_IN {
+        assert!(status.starts_with("cuda: built in"), "{status}");
+    } else {
+        assert_eq!(status, "cuda: not built in");
+        assert!(matches!(Gpu::enumerate("all"), Err(GpuError::NotBuiltIn)));
+    }
+    if gpu::BUILT_IN && !gpu_enabled() {
+        // Either no driver here (CI), or a device we were told not to use: enumerate must not panic.
+        let _ = Gpu::enumerate("all");
+    }
+    assert!(matches!(Gpu::enumerate("zero"), Err(GpuError::BadSelection(_) | GpuError::NotBuiltIn | GpuError::NoDriver)));
+}
+
+#[test]
+fn selftest_on_device() {
+    if !gpu_enabled() {
+        return;
+    }
+    let devs = Gpu::enumerate("all").expect("open devices");
+    assert!(!devs.is_empty(), "SNARKD_TEST_GPU=1 but no device");
+    for dev in &devs {
+        let report = gpu::selftest(dev, None).expect("selftest ran");
+        for c in &report.checks {
+            println!("{} {} {}", if c.passed { "ok  " } else { "FAIL" }, c.name, c.detail);
+        }
+        assert!(report.passed(), "{} failed (seed {})", report.device, report.seed);
+    }
+}
+
+/// A circuit with bits (0/1 aux values), products and an input: x_{i+1} = x_i · (x_i + bit_i).
+struct Chain {
+    x0: Fr,
+    steps: usize,
+}
+
+impl Circuit<Fr> for Chain {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut x_val = self.x0;
+        let mut x = cs.alloc(|| "x0", || Ok(x_val))?;
+        for i in 0..self.steps {
+            let bit_val = Fr::from((i % 3 == 0) as u64);
+            let bit = cs.alloc(|| "bit", || Ok(bit_val))?;
+            cs.enforce(|| "bool", |lc| lc + bit, |lc| lc + CS::one() - bit, |lc| lc);
+            let next_val = x_val * (x_val + bit_val);
+            let next = cs.alloc(|| "x", || Ok(next_val))?;
+            cs.enforce(|| "step", |lc| lc + x, |lc| lc + x + bit, |lc| lc + next);
+            x = next;
+            x_val = next_val;
+        }
+        let out = cs.alloc_input(|| "out", || Ok(x_val))?;
+        cs.enforce(|| "out", |lc| lc + x, |lc| lc + CS::one(), |lc| lc + out);
+        Ok(())
+    }
+}
+
+/// The same recording bellperson's prover makes (ONE first, then one x·0 = 0 per input).
+#[derive(Default)]
+struct Recorder(Witness);
+
+impl Recorder {
+    fn eval(&mut self, lc: &LinearCombination<Fr>, which: char) -> Fr {
+        let w = &mut self.0;
+        let mut acc = Fr::ZERO;
+        for (var, coeff) in lc.iter() {
+            let set = !bool::from(coeff.is_zero());
+            match var.get_unchecked() {
+                Index::Input(i) => {
+                    acc += w.input[i] * coeff;
+                    if which == 'b' && set {
+                        w.b_input_density.set(i);
+                    }
+                }
+                Index::Aux(i) => {
+                    acc += w.aux[i] * coeff;
+                    match which {
+                        'a' if set => w.a_aux_density.set(i),
+                        'b' if set => w.b_aux_density.set(i),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        acc
+    }
+}
+
+impl ConstraintSystem<Fr> for Recorder {
+    type Root = Self;
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.aux.push(f()?);
+        self.0.a_aux_density.push(false);
+        self.0.b_aux_density.push(false);
+        Ok(Variable::new_unchecked(Index::Aux(self.0.aux.len() - 1)))
+    }
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.input.push(f()?);
+        self.0.b_input_density.push(false);
+        Ok(Variable::new_unchecked(Index::Input(self.0.input.len() - 1)))
+    }
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        let (a, b, c) = (a(LinearCombination::zero()), b(LinearCombination::zero()), c(LinearCombination::zero()));
+        let (a, b, c) = (self.eval(&a, 'a'), self.eval(&b, 'b'), self.eval(&c, 'c'));
+        self.0.a.push(a);
+        self.0.b.push(b);
+        self.0.c.push(c);
+    }
+    fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
+    fn pop_namespace(&mut self) {}
+    fn get_root(&mut self) -> &mut Self {
+        self
+    }
+}
+
+fn record(circuit: Chain) -> Witness {
+    let mut cs = Recorder(Witness { b_input_density: Density::default(), ..Default::default() });
+    cs.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
+    circuit.synthesize(&mut cs).unwrap();
+    for i in 0..cs.0.input.len() {
+        cs.enforce(|| "input", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+    }
+    cs.0
+}
+
+#[test]
+fn gpu_backend_proof_verifies() {
+    if !gpu_enabled() {
+        return;
+    }
+    let mut rng = StdRng::seed_from_u64(7);
+    let steps = 700; // 1402 constraints + input constraints: domain 2^11, not a multiple of 32
+    let params = generate_random_parameters::<Bls12, _, _>(Chain { x0: Fr::ZERO, steps }, &mut rng).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let srs = Srs {
+        id: CircuitId("test-chain".into()),
+        path: "/nonexistent".into(),
+        vk: params.vk.clone(),
+        pvk,
+        h: params.h.to_vec(),
+        l: params.l.to_vec(),
+        a: params.a.to_vec(),
+        b_g1: params.b_g1.to_vec(),
+        b_g2: params.b_g2.to_vec(),
+        loaded_at: std::time::SystemTime::now(),
+    };
+    for placement in [B2Placement::Gpu, B2Placement::Cpu] {
+        let dev = Gpu::enumerate("0").expect("device 0").remove(0);
+        let backend = GpuBackend::new(dev, placement);
+        for x0 in [3u64, 5] {
+            let witness = record(Chain { x0: Fr::from(x0), steps });
+            let public = witness.input[1..].to_vec();
+            let (proof, timings) = backend.prove(witness, &srs, &|_| {}).expect("prove");
+            println!("{placement:?} x0={x0}: {timings:?}");
+            assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "{placement:?} proof does not verify");
+            let wrong = vec![public[0] + Fr::ONE];
+            assert!(!verify_proof(&srs.pvk, &proof, &wrong).unwrap());
+        }
+    }
+}
+
+#[test]
+fn gpu_benchmarks() {
+    if std::env::var("SNARKD_TEST_GPU_BENCH").as_deref() != Ok("1") {
+        return;
+    }
+    let log: u32 = std::env::var("SNARKD_BENCH_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let h_log: u32 = std::env::var("SNARKD_BENCH_H_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(log);
+    let dev = Gpu::enumerate("0").expect("device 0").remove(0);
+    println!("| what | median ms | min | max |");
+    let row = |r: gpu::BenchReport| println!("| {} | {:.2} | {:.2} | {:.2} |", r.what, r.median_ms, r.min_ms, r.max_ms);
+    row(gpu::bench_ntt(&dev, log).unwrap());
+    gpu::bench_msm(&dev, 1 << log, Distribution::Filecoin, false).unwrap().into_iter().for_each(row);
+    gpu::bench_msm(&dev, 1 << log, Distribution::Random, false).unwrap().into_iter().for_each(row);
+    gpu::bench_prove_shape(&dev, h_log).unwrap().into_iter().for_each(row);
+    gpu::bench_msm(&dev, 1 << log, Distribution::Random, true).unwrap().into_iter().for_each(row);
+}
