@@ -129,7 +129,7 @@ pub(crate) fn log_stage(job: &Job, stage: Stage, device: &str, detail: &str) {
         kind = job.kind.name(),
         stage = stage.name(),
         device = device,
-        priority = job.priority.name(),
+        job_priority = job.priority.name(),
         "job {} {}: {}{}",
         job.id,
         job.kind,

@@ -22,6 +22,9 @@ pub enum Fault {
     Panic,
     /// The first call panics, later calls prove normally.
     PanicOnce,
+    /// One aux value of the witness is changed before proving, as a memory or synthesis fault
+    /// would: the proof must then fail verification and never be returned.
+    CorruptWitness,
 }
 
 /// Parses `SNARKD_FAULTS`.
@@ -35,7 +38,8 @@ pub fn parse(spec: &str) -> Result<HashMap<usize, Fault>, String> {
                 "device-error" => Fault::DeviceError,
                 "panic" => Fault::Panic,
                 "panic-once" => Fault::PanicOnce,
-                other => return Err(format!("{ENV}: unknown fault {other:?} (device-error, panic, panic-once)")),
+                "corrupt-witness" => Fault::CorruptWitness,
+                other => return Err(format!("{ENV}: unknown fault {other:?} (device-error, panic, panic-once, corrupt-witness)")),
             };
             Ok((idx, fault))
         })
@@ -71,6 +75,13 @@ impl ProvingBackend for FaultInjecting {
             Fault::Panic => panic!("injected panic ({ENV})"),
             Fault::PanicOnce if n == 0 => panic!("injected panic ({ENV} panic-once)"),
             Fault::PanicOnce => self.inner.prove(witness, srs, release),
+            Fault::CorruptWitness => {
+                let mut witness = witness;
+                if let Some(v) = witness.aux.last_mut() {
+                    *v += blstrs::Scalar::from(1u64);
+                }
+                self.inner.prove(witness, srs, release)
+            }
         }
     }
 }

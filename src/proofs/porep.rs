@@ -86,8 +86,12 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         generate_replica_id::<Tree::Hasher, _>(&prover_id.0, sector_number, &c1.ticket, c1.comm_d, &config.porep_id);
     let replica_id: <Tree::Hasher as Hasher>::Domain = blstrs::Scalar::from(c1.replica_id).into();
     if expected != replica_id {
-        return Err(SnarkError::bad_input(
-            "sector_number: the replica id in c1_output was not sealed for this sector number and miner/prover id",
+        // Proving anyway would only yield a proof the chain rejects, so fail now with the code
+        // of that outcome and a message that says why.
+        return Err(SnarkError::new(
+            crate::error::ErrorCode::VerificationFailed,
+            "sector_number / miner_id / prover_id: the replica id in c1_output was not sealed for this sector \
+             number and prover id, so no proof would verify; check the miner id and sector number",
         ));
     }
 

@@ -51,6 +51,11 @@ pub(super) fn prepare(
     partition_index: Option<usize>,
     vanilla_proofs: &[Base64Bytes],
 ) -> Result<Box<dyn Prepared>, SnarkError> {
+    if let Some(index) = partition_index.filter(|i| *i >= MAX_PARTITIONS_PER_DEADLINE) {
+        return Err(SnarkError::bad_input(format!(
+            "partition_index: {index} out of range; a deadline has at most {MAX_PARTITIONS_PER_DEADLINE} partitions"
+        )));
+    }
     let (expected, name) = match kind {
         ProofKind::WindowPost => (PoStType::Window, "WindowPoSt"),
         _ => (PoStType::Winning, "WinningPoSt"),
@@ -89,6 +94,9 @@ pub(super) fn prepare(
         vanilla_proofs
     )
 }
+
+/// Filecoin's `MaxPartitionsPerDeadline` (builtin-actors policy): no real partition index reaches it.
+const MAX_PARTITIONS_PER_DEADLINE: usize = 3000;
 
 fn build<Tree: 'static + MerkleTreeTrait>(
     kind: ProofKind,

@@ -154,3 +154,44 @@ impl Drop for Daemon {
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
 }
+
+/// The sealed 2 KiB sector every proving test uses, made once per run (sealing takes
+/// milliseconds) next to the cached parameters; filecoin-proofs-api's verifiers read their keys
+/// from the same directory.
+pub fn manifest() -> &'static snarkd::proofs::testdata::Manifest {
+    static M: std::sync::OnceLock<snarkd::proofs::testdata::Manifest> = std::sync::OnceLock::new();
+    M.get_or_init(|| {
+        let params = test_params_dir();
+        let dir = tempfile::tempdir().unwrap().keep();
+        snarkd::proofs::testdata::generate(2048, &dir, &params).expect("seal a 2 KiB test sector")
+    })
+}
+
+fn params_present(params: &Path, kind: snarkd::proofs::ProofKind) -> bool {
+    let prefix = match kind {
+        snarkd::proofs::ProofKind::PorepC2 => "v28-stacked-proof-of-replication",
+        snarkd::proofs::ProofKind::SnapDeals => "v28-empty-sector-update",
+        _ => "v28-proof-of-spacetime-fallback",
+    };
+    std::fs::read_dir(params)
+        .map(|d| d.filter_map(|e| e.ok()).any(|e| e.file_name().to_string_lossy().starts_with(prefix) && e.file_name().to_string_lossy().ends_with(".params")))
+        .unwrap_or(false)
+}
+
+/// The ready-to-send request of `kind` from the manifest, as JSON.
+pub fn request(kind: snarkd::proofs::ProofKind) -> serde_json::Value {
+    let params = test_params_dir();
+    assert!(
+        params_present(&params, kind),
+        "2 KiB test parameters for {kind} are missing in {}; run scripts/setup (snarkctl params generate --sector-size 2KiB)",
+        params.display()
+    );
+    let m = manifest();
+    serde_json::from_slice(&m.read(&m.requests[&kind]).unwrap()).unwrap()
+}
+
+/// Decodes a Prove/Await result's proof bytes.
+pub fn proof_bytes(result: &serde_json::Value) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(result["proof"].as_str().expect("result has a proof")).unwrap()
+}

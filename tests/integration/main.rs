@@ -5,3 +5,4 @@ mod daemon;
 mod docs;
 mod engine;
 mod harness;
+mod proving;
