@@ -290,9 +290,16 @@ pub fn supported() -> Vec<ProofKind> {
     ProofKind::ALL.to_vec()
 }
 
-/// Resolves a circuit name from config or `Snark.Preload`: a cache identifier, with or without
-/// the `v28-` prefix and file extension.
+/// Resolves a circuit name from config or `Snark.Preload`: `<kind>:<sector size>` (such as
+/// `porep_c2:32GiB`), or a cache identifier with or without the `v28-` prefix and extension.
 pub fn circuit_id_for(name: &str) -> Result<CircuitId, SnarkError> {
+    if let Some((kind, size)) = name.split_once(':') {
+        let k = ProofKind::parse(kind)
+            .ok_or_else(|| SnarkError::bad_input(format!("circuit: {kind:?} in {name:?} is not a proof kind")))?;
+        let s = Bytes::parse(size)
+            .ok_or_else(|| SnarkError::bad_input(format!("circuit: {size:?} in {name:?} is not a sector size such as 32GiB")))?;
+        return paramgen::circuit_id(k, s.get()).map_err(|e| SnarkError::bad_input(format!("circuit: {name}: {e:#}")));
+    }
     let id = name.trim().trim_start_matches("v28-").trim_end_matches(".params").trim_end_matches(".vk");
     if id.is_empty() || id.contains('/') {
         return Err(SnarkError::bad_input(format!("circuit: {name:?} is not a parameter cache identifier")));

@@ -54,6 +54,35 @@ pub fn blank_circuit_size(kind: ProofKind, sector_size: u64) -> anyhow::Result<C
     with_tree!(sector_size, with_blank_counting, registered, Count)
 }
 
+/// The cache identifier of `kind`'s circuit at `sector_size`: what `params.preload =
+/// ["porep_c2:32GiB"]` and `snarkctl preload porep_c2:32GiB` resolve to.
+pub fn circuit_id(kind: ProofKind, sector_size: u64) -> anyhow::Result<CircuitId> {
+    let registered = shape::registered(kind, sector_size)?;
+    with_tree!(sector_size, with_blank_identifying, registered, Identify)
+}
+
+/// Only names the circuit; the blank circuit is never built.
+struct Identify;
+
+impl BlankAction for Identify {
+    type Output = CircuitId;
+    fn run<C: Circuit<Fr>>(
+        self,
+        id: CircuitId,
+        _meta: CacheEntryMetadata,
+        _blank_circuit: impl FnOnce() -> C,
+    ) -> anyhow::Result<CircuitId> {
+        Ok(id)
+    }
+}
+
+fn with_blank_identifying<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    registered: Registered,
+    action: Identify,
+) -> anyhow::Result<CircuitId> {
+    with_blank::<Tree, _>(registered, action)
+}
+
 /// What to do with a blank circuit, given its cache identifier and metadata.
 trait BlankAction {
     type Output;

@@ -288,3 +288,20 @@ fn a_client_that_disconnects_mid_prove_can_reattach_by_request_id() {
     let pending = block_on(d.client().call("Await", vec![job["job_id"].clone(), json!(1)])).unwrap();
     assert_eq!(pending["state"], "done", "a finished job stays fetchable");
 }
+
+#[test]
+fn preload_and_evict_by_kind_and_sector_size() {
+    let _ = request(ProofKind::WindowPost);
+    let d = Daemon::start("");
+    let r = block_on(d.client().call("Preload", vec![json!("window_post:2KiB")])).unwrap();
+    assert!(r["bytes"].as_u64().unwrap() > 0, "{r}");
+    let s = block_on(d.client().call("Status", vec![])).unwrap();
+    let resident = s["params"]["resident"].as_array().unwrap();
+    assert!(resident.iter().any(|e| e["id"] == r["circuit"] && e["last_used"].is_number()), "{s}");
+    block_on(d.client().call("Evict", vec![json!("window_post:2KiB")])).unwrap();
+    let e = block_on(d.client().call("Evict", vec![json!("window_post:2KiB")])).unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::NotFound.code()));
+    let e = block_on(d.client().call("Preload", vec![json!("porep_c2:64GiB")])).unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::ParamsMissing.code()));
+    assert!(e.to_string().contains("v28-stacked-proof-of-replication"), "names the file: {e}");
+}
