@@ -224,6 +224,10 @@ pub async fn run(
         engine.apply_settings(EngineSettings::from_config(&config), Some(b));
     }
 
+    if !config.metrics.listen.is_empty() {
+        serve_metrics(&config.metrics.listen, engine.clone()).await?;
+    }
+
     tracing::info!("snarkd {} ready on {}", env!("CARGO_PKG_VERSION"), config.socket.path.display());
     notify::ready(&engine.summary());
 
@@ -236,6 +240,34 @@ pub async fn run(
     drop(state);
     drop(engine);
     tracing::info!("snarkd stopped");
+    Ok(())
+}
+
+/// Serves Prometheus text on `metrics.listen` (validated as an address by the config): one
+/// response per connection, whatever the request line, so any scraper works.
+async fn serve_metrics(listen: &str, engine: Arc<Engine>) -> Result<(), DaemonError> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| DaemonError::Startup(format!("metrics.listen: cannot bind {listen}: {e}")))?;
+    tracing::info!("serving Prometheus metrics on http://{listen}/metrics");
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        loop {
+            let Ok((mut conn, _)) = listener.accept().await else { continue };
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                let _ = tokio::time::timeout(Duration::from_secs(5), conn.read(&mut buf)).await;
+                let body = engine.metrics();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = conn.write_all(head.as_bytes()).await;
+                let _ = conn.write_all(body.as_bytes()).await;
+            });
+        }
+    });
     Ok(())
 }
 

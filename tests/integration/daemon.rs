@@ -295,3 +295,30 @@ fn malformed_and_unknown_requests_get_codes() {
     assert_eq!(v["error"]["code"], -32700, "truncated JSON is a parse error (HTTP {status})");
     assert!(block_on(c.call("Version", vec![])).is_ok());
 }
+
+#[test]
+fn metrics_are_served_on_a_configured_loopback_port_only() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let d = Daemon::start(&format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n"));
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port open");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200") && text.contains("snarkd_budget_limit_bytes"), "{text}");
+    drop(d);
+    // Without the key there is no TCP listener at all.
+    let d = Daemon::start("");
+    let pid = d.child.id();
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| l.to_string_lossy().strip_prefix("socket:[").map(|s| s.trim_end_matches(']').to_string()))
+        .collect();
+    let listening = tcp.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.get(3) == Some(&"0A") && f.get(9).is_some_and(|i| inodes.iter().any(|x| x == i))
+    });
+    assert!(!listening, "snarkd opened a TCP listener without metrics.listen");
+}
