@@ -228,10 +228,13 @@ pub async fn run(
         serve_metrics(&config.metrics.listen, engine.clone()).await?;
     }
 
+    // Handlers go in before READY=1: systemd may send SIGHUP or SIGTERM the moment it sees it,
+    // and the default action of both is to kill the process.
+    let signals = Signals::install();
     tracing::info!("snarkd {} ready on {}", env!("CARGO_PKG_VERSION"), config.socket.path.display());
     notify::ready(&engine.summary());
 
-    serve_until_signal(&state).await;
+    serve_until_signal(&state, signals).await;
 
     drain(&state, &config).await;
     rpc.stop(Duration::from_secs(5)).await;
@@ -271,10 +274,25 @@ async fn serve_metrics(listen: &str, engine: Arc<Engine>) -> Result<(), DaemonEr
     Ok(())
 }
 
-async fn serve_until_signal(state: &Arc<State>) {
-    let mut hup = signal(SignalKind::hangup()).expect("install SIGHUP handler");
-    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
+/// The signals the daemon handles, installed once.
+struct Signals {
+    hup: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        Signals {
+            hup: signal(SignalKind::hangup()).expect("install SIGHUP handler"),
+            term: signal(SignalKind::terminate()).expect("install SIGTERM handler"),
+            int: signal(SignalKind::interrupt()).expect("install SIGINT handler"),
+        }
+    }
+}
+
+async fn serve_until_signal(state: &Arc<State>, signals: Signals) {
+    let Signals { mut hup, mut term, mut int } = signals;
     let watchdog = notify::watchdog_interval().map(|d| d / 2);
     let mut ping = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(3600)));
     let mut status = tokio::time::interval(Duration::from_secs(5));
