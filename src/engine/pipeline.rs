@@ -38,6 +38,9 @@ pub(crate) struct Synthesized {
     witness: Witness,
     reservation: Reservation,
     srs: Arc<Srs>,
+    /// The lookahead slot this witness holds until a device takes it; priority-lane witnesses
+    /// hold none.
+    slot: Option<LookaheadSlot>,
 }
 
 /// What Status shows per device.
@@ -84,6 +87,15 @@ impl Device {
     }
 }
 
+/// One taken lookahead slot; dropping it gives the slot back, so no path can return it twice.
+pub(crate) struct LookaheadSlot(Arc<Lookahead>);
+
+impl Drop for LookaheadSlot {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
 /// Counts witnesses that are being synthesized or wait for a device: the lookahead.
 pub(crate) struct Lookahead {
     limit: usize,
@@ -113,7 +125,7 @@ pub(crate) struct Pipeline {
     pub synth_queue: Mutex<PriorityQueue<WorkItem>>,
     pub synth_ready: Condvar,
     pub devices: Vec<Arc<Device>>,
-    pub lookahead: Lookahead,
+    pub lookahead: Arc<Lookahead>,
     pub budget: Budget,
     pub srs: Arc<dyn SrsSource>,
     pub verifier: Verifier,
@@ -172,12 +184,12 @@ impl Pipeline {
             synth_queue: Mutex::new(PriorityQueue::default()),
             synth_ready: Condvar::new(),
             devices,
-            lookahead: Lookahead {
+            lookahead: Arc::new(Lookahead {
                 limit: lookahead_limit,
                 used: Mutex::new(0),
                 freed: Condvar::new(),
                 peak: AtomicUsize::new(0),
-            },
+            }),
             budget,
             srs,
             verifier,
@@ -242,7 +254,7 @@ impl Pipeline {
 
     /// Takes the next item this worker may run. Priority workers take only critical/high items
     /// and do not need a lookahead slot (their count is bounded by the number of such workers).
-    fn next_item(&self, priority_lane: bool) -> Option<WorkItem> {
+    fn next_item(&self, priority_lane: bool) -> Option<(WorkItem, Option<LookaheadSlot>)> {
         let mut q = self.synth_queue.lock().unwrap();
         loop {
             if self.stopped() {
@@ -250,7 +262,7 @@ impl Pipeline {
             }
             if priority_lane {
                 if let Some((_, item)) = q.pop_where(|p| p <= Priority::High) {
-                    return Some(item);
+                    return Some((item, None));
                 }
             } else if !q.is_empty() {
                 let mut used = self.lookahead.used.lock().unwrap();
@@ -258,7 +270,7 @@ impl Pipeline {
                     let (_, item) = q.pop().expect("queue not empty");
                     *used += 1;
                     self.lookahead.peak.fetch_max(*used, Ordering::Relaxed);
-                    return Some(item);
+                    return Some((item, Some(LookaheadSlot(self.lookahead.clone()))));
                 }
                 drop(used);
                 // Wait for a device to take a witness; re-check the queue after.
@@ -277,20 +289,17 @@ impl Pipeline {
     }
 
     fn synthesis_worker(self: Arc<Self>, priority_lane: bool) {
-        while let Some(item) = self.next_item(priority_lane) {
-            let holds_slot = !priority_lane;
-            let handed_off = self.synthesize_one(item);
-            if holds_slot && !handed_off {
-                self.lookahead.release();
-            }
+        while let Some((item, slot)) = self.next_item(priority_lane) {
+            self.synthesize_one(item, slot);
         }
     }
 
-    /// Synthesizes one item and hands it to a device. Returns whether a device queue now owns it.
-    fn synthesize_one(&self, item: WorkItem) -> bool {
+    /// Synthesizes one item and hands it, with its lookahead slot, to a device; on any failure
+    /// the slot drops here.
+    fn synthesize_one(&self, item: WorkItem, slot: Option<LookaheadSlot>) {
         let job = item.job.clone();
         if job.should_stop() {
-            return false;
+            return;
         }
         self.mark_running(&job);
 
@@ -305,7 +314,7 @@ impl Pipeline {
             }
             Err(e) => {
                 self.fail(&job, e);
-                return false;
+                return;
             }
         };
 
@@ -316,11 +325,11 @@ impl Pipeline {
                 if e.code != ErrorCode::Cancelled {
                     self.fail(&job, e);
                 }
-                return false;
+                return;
             }
         };
         if job.should_stop() {
-            return false;
+            return;
         }
 
         {
@@ -336,11 +345,11 @@ impl Pipeline {
             Ok(Ok(w)) => w,
             Ok(Err(e)) => {
                 self.fail(&job, e);
-                return false;
+                return;
             }
             Err(panic) => {
                 self.fail(&job, SnarkError::internal(format!("synthesis panicked: {}", panic_message(&panic))));
-                return false;
+                return;
             }
         };
         reservation.set_in_use(Bytes(witness.bytes()));
@@ -348,12 +357,11 @@ impl Pipeline {
 
         let Some(device) = self.pick_device(&item.exclude) else {
             self.fail(&job, SnarkError::internal("no healthy proving device is left"));
-            return false;
+            return;
         };
         let priority = job.priority;
-        device.queue.lock().unwrap().push(priority, Synthesized { item, witness, reservation, srs });
+        device.queue.lock().unwrap().push(priority, Synthesized { item, witness, reservation, srs, slot });
         device.ready.notify_all();
-        true
     }
 
     fn pick_device(&self, exclude: &[usize]) -> Option<Arc<Device>> {
@@ -389,15 +397,15 @@ impl Pipeline {
                     q = device.ready.wait_timeout(q, Duration::from_millis(100)).unwrap().0;
                 }
             };
-            let Some(s) = next else { return };
-            // The device owns the witness now; the slot can go to the next synthesis.
-            self.lookahead.release();
+            let Some(mut s) = next else { return };
+            // The device owns the witness now; its slot, if it held one, goes to the next synthesis.
+            drop(s.slot.take());
             self.prove_one(&device, s);
         }
     }
 
     fn prove_one(&self, device: &Arc<Device>, s: Synthesized) {
-        let Synthesized { item, witness, reservation, srs } = s;
+        let Synthesized { item, witness, reservation, srs, .. } = s;
         let job = item.job.clone();
         if job.should_stop() {
             return;

@@ -202,6 +202,12 @@ fn winning_post_overtakes_queued_porep_partitions() {
     assert_eq!(order[1], ProofKind::WinningPost, "WinningPoSt must start before every queued PoRep partition: {order:?}");
     // One in-flight PoRep partition (150 ms) plus its own proof (150 ms), with slack for a loaded CI machine.
     assert!(latency < Duration::from_millis(900), "WinningPoSt latency {latency:?}");
+    // The priority lane takes no lookahead slot, so its proof must not give one back: the count
+    // returns to zero and later normal jobs still get slots.
+    assert_eq!(r.engine.status().lookahead.used, 0);
+    let next = r.engine.submit(statement(ProofKind::PorepC2, 2, 1024, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
+    assert_eq!(wait_done(&r.engine, &next.job_id, Duration::from_secs(10)).state, JobState::Done);
+    assert_eq!(r.engine.status().lookahead.used, 0);
     r.engine.shutdown();
 }
 
