@@ -137,7 +137,7 @@ fn curio_c1_wrapper_becomes_porep_request() {
 
 #[test]
 fn bad_requests_name_the_field() {
-    use ErrorCode::{BadInput, Unsupported};
+    use ErrorCode::{BadInput, Unsupported, VerificationFailed};
     let m = manifest();
     let winning = request_json(ProofKind::WinningPost);
     let window = request_json(ProofKind::WindowPost);
@@ -203,8 +203,10 @@ fn bad_requests_name_the_field() {
         (with(&winning, "minerid", json!(1)), BadInput, "minerid: unknown field"),
         (with(&winning, "kind", json!("winning")), BadInput, "kind: unknown value"),
         (with(&porep, "c1_output", b64(&c1[..499])), BadInput, "c1_output: truncated JSON at line 1 column 499"),
-        (with(&porep, "sector_number", json!(m.sector_number + 1)), BadInput, "sector_number: "),
-        (with(&porep, "miner_id", json!(1001)), BadInput, "sector_number: "),
+        // The replica id C1 recorded was not sealed for this sector and prover: no proof could
+        // verify, so the request fails with that outcome's code before any proving.
+        (with(&porep, "sector_number", json!(m.sector_number + 1)), VerificationFailed, "sector_number / miner_id"),
+        (with(&porep, "miner_id", json!(1001)), VerificationFailed, "sector_number / miner_id"),
         (
             c1_with("registered_proof", json!("StackedDrg2KiBV1_2_Feat_NonInteractivePoRep")),
             Unsupported,
