@@ -117,7 +117,17 @@ pub struct EngineStatus {
     pub budget_source: String,
     pub synthesis_parallelism: usize,
     pub lookahead: LookaheadStatus,
+    /// Per circuit: the largest witness measured so far, and that plus headroom (a partition
+    /// reserves at least this).
+    pub estimates: Vec<EstimateStatus>,
     pub jobs_retained: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EstimateStatus {
+    pub circuit: String,
+    pub measured_peak: Bytes,
+    pub reserve: Bytes,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -224,7 +234,7 @@ impl Engine {
                 format!("the {kind} queue is full ({active} of {limit} jobs); retry later or raise queue.{}", kind.name()),
             ));
         }
-        self.pipeline.budget.check_fits(statement.witness_bytes())?;
+        self.pipeline.budget.check_fits(self.pipeline.estimate(statement.as_ref()))?;
         let priority = Priority::effective(kind, opts.priority, settings.allow_priority_raise);
         let job = Arc::new(Job::new(statement, priority, opts.request_id.clone()));
         if let Some(rid) = &opts.request_id {
@@ -379,6 +389,22 @@ impl Engine {
                 used: self.pipeline.lookahead.used(),
                 limit: self.pipeline.lookahead.limit(),
                 peak: self.pipeline.lookahead.peak(),
+            },
+            estimates: {
+                let mut e: Vec<_> = self
+                    .pipeline
+                    .measured
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .map(|(id, &peak)| EstimateStatus {
+                        circuit: id.0.clone(),
+                        measured_peak: Bytes(peak),
+                        reserve: pipeline::with_headroom(peak),
+                    })
+                    .collect();
+                e.sort_by(|a, b| a.circuit.cmp(&b.circuit));
+                e
             },
             jobs_retained: jobs.by_id.len(),
         }

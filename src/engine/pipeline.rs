@@ -7,6 +7,7 @@
 //! worker needs a lookahead slot, and slots (≥ the synthesis parallelism per device) are given
 //! back when a device takes the witness, so synthesis overlaps proving without piling up.
 
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -21,7 +22,8 @@ use super::scheduler::{Priority, PriorityQueue};
 use super::{EngineSettings, SrsSource, Verifier};
 use crate::error::{ErrorCode, SnarkError};
 use crate::groth16::{BackendError, Proof, ProvingBackend, Witness};
-use crate::srs::Srs;
+use crate::proofs::Statement;
+use crate::srs::{CircuitId, Srs};
 use crate::units::Bytes;
 
 /// One circuit (partition) of a job, on its way through the stages.
@@ -132,6 +134,13 @@ pub(crate) struct Pipeline {
     pub metrics: Arc<Metrics>,
     pub stopping: AtomicBool,
     pub parallelism: usize,
+    /// The largest witness measured per circuit; reservations grow to follow it.
+    pub measured: Mutex<HashMap<CircuitId, u64>>,
+}
+
+/// What a partition reserves once its circuit's largest witness is `peak` bytes: 1/8 headroom.
+pub(crate) fn with_headroom(peak: u64) -> Bytes {
+    Bytes(peak + (peak >> 3))
 }
 
 /// Logs one stage change of a job as one journal entry with the filterable fields.
@@ -191,6 +200,7 @@ impl Pipeline {
                 peak: AtomicUsize::new(0),
             }),
             budget,
+            measured: Mutex::new(HashMap::new()),
             srs,
             verifier,
             metrics,
@@ -318,7 +328,7 @@ impl Pipeline {
             }
         };
 
-        let estimate = job.statement.witness_bytes();
+        let estimate = self.estimate(job.statement.as_ref());
         let mut reservation = match self.budget.reserve(estimate, &|| job.should_stop()) {
             Ok(r) => r,
             Err(e) => {
@@ -353,6 +363,7 @@ impl Pipeline {
             }
         };
         reservation.set_in_use(Bytes(witness.bytes()));
+        self.measured.lock().unwrap().entry(job.statement.circuit()).and_modify(|m| *m = (*m).max(witness.bytes())).or_insert(witness.bytes());
         job.progress.lock().unwrap().timings.synthesis += took;
 
         let Some(device) = self.pick_device(&item.exclude) else {
@@ -362,6 +373,17 @@ impl Pipeline {
         let priority = job.priority;
         device.queue.lock().unwrap().push(priority, Synthesized { item, witness, reservation, srs, slot });
         device.ready.notify_all();
+    }
+
+    /// The bytes one partition of `statement` reserves: its circuit's size-based estimate, raised
+    /// to the largest witness measured for that circuit plus 1/8 when the estimate fell short. It
+    /// is never lowered below the size-based figure, so a measurement cannot under-reserve.
+    pub fn estimate(&self, statement: &dyn Statement) -> Bytes {
+        let sized = statement.witness_bytes();
+        match self.measured.lock().unwrap().get(&statement.circuit()) {
+            Some(&peak) => Bytes(sized.get().max(with_headroom(peak).get())),
+            None => sized,
+        }
     }
 
     fn pick_device(&self, exclude: &[usize]) -> Option<Arc<Device>> {

@@ -321,3 +321,25 @@ fn metrics_parse_as_prometheus_text() {
     assert!(scrape.samples.iter().any(|s| s.metric.starts_with("snarkd_stage_seconds")));
     r.engine.shutdown();
 }
+
+#[test]
+fn reservations_grow_to_the_measured_witness_when_the_estimate_falls_short() {
+    let r = rig(40_000, 1, Duration::from_millis(1));
+    // Estimated at 16 bytes, but each witness carries 1000 inputs: 32,000 bytes.
+    let short = || Box::new(KindTagged(FakeStatement { kind: ProofKind::PorepC2, partitions: 1, bytes: 16, synth: Duration::ZERO }, 1000));
+    let first = r.engine.submit(short(), SubmitOptions::default()).unwrap();
+    assert_eq!(wait_done(&r.engine, &first.job_id, Duration::from_secs(10)).state, JobState::Done);
+    let s = r.engine.status();
+    assert_eq!(s.estimates.len(), 1, "{:?}", s.estimates);
+    assert_eq!(s.estimates[0].measured_peak.get(), 32_000);
+    assert_eq!(s.estimates[0].reserve.get(), 36_000);
+    assert_eq!(s.budget.reserved.get(), 0);
+    // The next job of that circuit reserves 36,000 bytes: it fits in 40,000 but not in 30,000.
+    let second = r.engine.submit(short(), SubmitOptions::default()).unwrap();
+    assert_eq!(wait_done(&r.engine, &second.job_id, Duration::from_secs(10)).state, JobState::Done);
+    r.engine.apply_settings(EngineSettings::from_config(&snarkd::config::Config::default()), Some(Bytes(30_000)));
+    let e = r.engine.submit(short(), SubmitOptions::default()).unwrap_err();
+    assert_eq!(e.code, ErrorCode::BadInput, "{e}");
+    assert!(e.message.contains("36000") || e.message.contains("35.2 KiB"), "names the refined figure: {e}");
+    r.engine.shutdown();
+}
