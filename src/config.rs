@@ -58,7 +58,8 @@ pub struct SocketConfig {
     pub max_response_bytes: Bytes,
     /// Concurrent connections; further connections get a JSON-RPC error.
     pub max_connections: u32,
-    /// A connection that sends no complete request within this time is closed.
+    /// A request's headers, and then its body, must each arrive within this time; a connection
+    /// idle this long between requests is closed.
     #[serde(with = "duration_text")]
     pub request_timeout: Duration,
 }
@@ -437,6 +438,16 @@ pub fn load(source: &ConfigSource, overrides: &BTreeMap<String, toml::Value>) ->
     for (key, value) in overrides {
         figment = figment.merge(Serialized::default(key, value));
     }
+    extract(figment)
+}
+
+/// The configuration a config file's text alone gives over the built-in defaults (no
+/// environment, no flags), checked exactly as [`load`] checks a file.
+pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+    extract(Figment::from(Serialized::defaults(Config::default())).merge(Toml::string(text)))
+}
+
+fn extract(figment: Figment) -> Result<Config, ConfigError> {
     let config: Config = figment.extract().map_err(|e| ConfigError(render_figment_error(e)))?;
     config.validate()?;
     Ok(config)

@@ -52,7 +52,7 @@ pub const KEYS: &[Key] = &[
     Key { key: "socket.max_request_bytes", format: Format::Size, doc: "Largest request body accepted. A 32 GiB PoRep C1 output is about 50 MB, more once base64-encoded; larger requests get a JSON-RPC error." },
     Key { key: "socket.max_response_bytes", format: Format::Size, doc: "Largest response body sent." },
     Key { key: "socket.max_connections", format: Format::Plain, doc: "Concurrent connections; further connections get a JSON-RPC error instead of an HTTP failure." },
-    Key { key: "socket.request_timeout", format: Format::Plain, doc: "A connection that sends no complete request within this time is closed." },
+    Key { key: "socket.request_timeout", format: Format::Plain, doc: "A request's headers, and then its body, must each arrive within this time, and a connection idle this long between requests is closed; a stalled (slow-loris) client never reaches the engine." },
     Key { key: "access.allow_uids", format: Format::Plain, doc: "Peer uids allowed to call, e.g. the uid Curio or Lotus runs as. Root and the daemon's own uid are always allowed." },
     Key { key: "access.allow_gids", format: Format::Plain, doc: "Peer gids allowed to call (primary or supplementary). The socket's group is always allowed." },
     Key { key: "params.dir", format: Format::Plain, doc: "Directory of the v28-*.params and .vk files. The built-in default is $FIL_PROOFS_PARAMETER_CACHE when that is set, else /var/tmp/filecoin-proof-parameters, which the packaged unit binds read-only into its private /var/tmp. Another directory is readable under the unit's ProtectSystem=strict as long as it is not under /home or /tmp." },

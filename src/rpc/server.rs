@@ -2,6 +2,10 @@
 //! group), peer credentials per connection, the connection limit, and jsonrpsee's tower service
 //! for HTTP and WebSocket on each accepted stream.
 //!
+//! A connection must deliver each request, headers and then body, within `socket.request_timeout`
+//! and may sit idle between requests no longer than that, so a slow or stalled client (slow-loris)
+//! holds a connection slot for a bounded time and never reaches the engine.
+//!
 //! Shutdown follows reth's ipc server: the accept loop selects on the stop future, each
 //! connection holds a permit, and [`RpcServer::stop`] waits until every permit is back.
 
@@ -12,7 +16,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use http_body_util::BodyExt;
-use jsonrpsee::server::{serve_with_graceful_shutdown, stop_channel, Methods, ServerConfig, ServerHandle, StopHandle};
+use http_body_util::{Full, Limited};
+use jsonrpsee::server::{stop_channel, Methods, ServerConfig, ServerHandle, StopHandle};
 use tokio::net::UnixListener;
 use tokio::sync::Semaphore;
 use tower::Service;
@@ -211,6 +216,7 @@ pub fn serve(
     let connections = Arc::new(Semaphore::new(cfg.max_connections as usize));
     let max_request = cfg.max_request_bytes.get();
     let max_connections = cfg.max_connections;
+    let request_timeout = cfg.request_timeout;
     let conns = connections.clone();
     let stop = stop_handle.clone();
     let accept_loop = tokio::spawn(async move {
@@ -241,17 +247,56 @@ pub fn serve(
                 tokio::spawn(refuse(stream, max_connections));
                 continue;
             };
-            let svc = connection_service(builder.clone(), methods.clone(), stop.clone(), peer, max_request);
+            let limits = Limits { max_request, request_timeout };
+            let svc = connection_service(builder.clone(), methods.clone(), stop.clone(), peer, limits);
             let stop = stop.clone();
             tokio::spawn(async move {
                 let _permit = permit;
-                if let Err(e) = serve_with_graceful_shutdown(stream, svc, stop.shutdown()).await {
+                if let Err(e) = serve_connection(stream, svc, request_timeout, stop).await {
                     tracing::debug!("connection ended: {e}");
                 }
             });
         }
     });
     RpcServer { path: cfg.path.clone(), handle: server_handle, connections, max_connections, accept_loop, remove_socket: true }
+}
+
+/// Serves HTTP/1.1 (and WebSocket upgrades) on one connection until it ends or the server stops,
+/// closing it when a request's headers take longer than `request_timeout` to arrive or it idles
+/// that long between requests.
+async fn serve_connection<S>(
+    stream: tokio::net::UnixStream,
+    svc: S,
+    request_timeout: Duration,
+    stop: StopHandle,
+) -> Result<(), hyper::Error>
+where
+    S: tower::Service<http::Request<hyper::body::Incoming>, Response = HttpResponse, Error = BoxError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(request_timeout)
+        .serve_connection(io, hyper_util::service::TowerToHyperService::new(svc))
+        .with_upgrades();
+    tokio::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => r,
+        _ = stop.shutdown() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What one connection may send.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    max_request: u64,
+    request_timeout: Duration,
 }
 
 type Builder = jsonrpsee::server::TowerServiceBuilder<tower::layer::util::Identity, tower::layer::util::Identity>;
@@ -269,25 +314,28 @@ fn http_response(status: u16, content_type: &str, body: String) -> HttpResponse 
         .expect("static response parts are valid")
 }
 
-/// The per-connection service: attaches the peer, checks the path, and turns jsonrpsee's HTTP
-/// 413 into a JSON-RPC error with status 200, because go-jsonrpc reports non-200 statuses as
-/// opaque transport errors.
+/// The per-connection service: attaches the peer, checks the path, reads the body within the
+/// request timeout, and answers an over-size body with a JSON-RPC error with status 200 instead
+/// of jsonrpsee's HTTP 413, because go-jsonrpc reports non-200 statuses as opaque transport
+/// errors.
 fn connection_service(
     builder: Builder,
     methods: Methods,
     stop: StopHandle,
     peer: Peer,
-    max_request: u64,
+    limits: Limits,
 ) -> impl tower::Service<
     http::Request<hyper::body::Incoming>,
     Response = HttpResponse,
-    Error = Box<dyn std::error::Error + Send + Sync>,
-    Future = impl Send,
+    Error = BoxError,
+    Future = impl Send + 'static,
 > + Clone
        + Send
        + 'static {
+    let Limits { max_request, request_timeout } = limits;
     tower::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
         req.extensions_mut().insert(peer.clone());
+        let peer = peer.clone();
         let path_ok = super::RPC_PATHS.contains(&req.uri().path());
         let mut svc = builder.clone().build(methods.clone(), stop.clone());
         async move {
@@ -303,18 +351,34 @@ fn connection_service(
                 // Read and discard the body (bounded) so the client is not cut off mid-write
                 // and can read the error instead of a broken pipe.
                 let mut body = req.into_body();
-                let mut seen = 0u64;
-                while let Some(frame) = body.frame().await {
-                    seen += frame.ok().and_then(|f| f.into_data().ok()).map_or(0, |d| d.len() as u64);
-                    if seen > DRAIN_CAP {
-                        break;
+                let drain = async {
+                    let mut seen = 0u64;
+                    while let Some(frame) = body.frame().await {
+                        seen += frame.ok().and_then(|f| f.into_data().ok()).map_or(0, |d| d.len() as u64);
+                        if seen > DRAIN_CAP {
+                            break;
+                        }
                     }
-                }
+                };
+                let _ = tokio::time::timeout(request_timeout, drain).await;
                 return Ok(too_large(max_request));
             }
-            let resp = svc.call(req).await?;
+            if req.headers().contains_key(http::header::UPGRADE) {
+                // A WebSocket handshake has no body; jsonrpsee takes the upgraded stream.
+                return svc.call(req).await;
+            }
+            let (parts, body) = req.into_parts();
+            let body = match tokio::time::timeout(request_timeout, Limited::new(body, max_request as usize).collect()).await {
+                Ok(Ok(collected)) => collected.to_bytes(),
+                Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Ok(too_large(max_request)),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {
+                    tracing::warn!(uid = peer.uid, pid = peer.pid, "request body from uid {} pid {} not received within socket.request_timeout; closing", peer.uid, peer.pid);
+                    return Ok(timed_out(request_timeout));
+                }
+            };
+            let resp = svc.call(http::Request::from_parts(parts, Full::new(body))).await?;
             if resp.status() == http::StatusCode::PAYLOAD_TOO_LARGE {
-                let _ = resp.into_body().collect().await;
                 return Ok(too_large(max_request));
             }
             Ok(resp)
@@ -330,6 +394,21 @@ fn too_large(max_request: u64) -> HttpResponse {
         200,
         error_body(ErrorCode::BadInput, &format!("request body exceeds socket.max_request_bytes ({max_request} bytes)")),
     )
+}
+
+fn timed_out(request_timeout: Duration) -> HttpResponse {
+    let mut resp = json_response(
+        200,
+        error_body(
+            ErrorCode::BadInput,
+            &format!(
+                "request body not received within socket.request_timeout ({})",
+                crate::config::duration_text::format(&request_timeout)
+            ),
+        ),
+    );
+    resp.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    resp
 }
 
 /// Answers every request on an over-limit connection with a JSON-RPC error, then closes it.

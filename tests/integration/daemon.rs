@@ -178,9 +178,32 @@ fn bad_config_on_sighup_and_reload_rpc_keeps_the_old_one() {
     assert_eq!(d.wait_exit(Duration::from_secs(60)).code(), Some(0));
 }
 
+/// A daemon child that is killed when the test ends, also when it fails.
+struct Running(std::process::Child);
+
+impl std::ops::Deref for Running {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts snarkd on a config whose [socket] section gets `socket_lines`, in a directory others
 /// can traverse, and waits until the socket accepts.
-fn start_custom_socket(socket_lines: &str) -> (std::process::Child, tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+fn start_custom_socket(socket_lines: &str) -> (Running, tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let socket = dir.path().join("s/snarkd.sock");
@@ -195,6 +218,7 @@ fn start_custom_socket(socket_lines: &str) -> (std::process::Child, tempfile::Te
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let child = Running(child);
     while std::os::unix::net::UnixStream::connect(&socket).is_err() {
         assert!(std::time::Instant::now() < deadline, "socket never accepted");
         std::thread::sleep(Duration::from_millis(20));
@@ -321,4 +345,73 @@ fn metrics_are_served_on_a_configured_loopback_port_only() {
         f.get(3) == Some(&"0A") && f.get(9).is_some_and(|i| inodes.iter().any(|x| x == i))
     });
     assert!(!listening, "snarkd opened a TCP listener without metrics.listen");
+}
+
+/// A raw connection that sent `bytes` of a request and then stalls.
+fn stalled(socket: &std::path::Path, bytes: &[u8]) -> std::os::unix::net::UnixStream {
+    use std::io::Write;
+    let mut s = std::os::unix::net::UnixStream::connect(socket).expect("connect");
+    s.write_all(bytes).unwrap();
+    s
+}
+
+/// Reads until the daemon closes `s` or `limit` passes; returns what arrived and whether it closed.
+fn read_until_closed(s: &mut std::os::unix::net::UnixStream, limit: Duration) -> (String, bool) {
+    use std::io::Read;
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut got = vec![];
+    let closed = s.read_to_end(&mut got).is_ok();
+    (String::from_utf8_lossy(&got).into_owned(), closed)
+}
+
+#[test]
+fn connections_past_the_limit_get_queue_full_and_slots_come_back() {
+    let (mut child, _dir, socket, log) = start_custom_socket("max_connections = 2\nrequest_timeout = \"1h\"\n");
+    // One complete call first, so the start-up probe's connection has ended and given its slot back.
+    assert!(block_on(snarkd::client::Client::new(&socket).call("Version", vec![])).is_ok());
+    std::thread::sleep(Duration::from_millis(300));
+    let held: Vec<_> = (0..2).map(|_| stalled(&socket, b"POST /rpc/v0 HTTP/1.1\r\nhost: x\r\n")).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let e = block_on(snarkd::client::Client::new(&socket).call("Version", vec![])).unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::QueueFull.code()), "{e}");
+    assert!(e.to_string().contains("socket.max_connections = 2"), "{e}");
+    drop(held);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while block_on(snarkd::client::Client::new(&socket).call("Version", vec![])).is_err() {
+        assert!(std::time::Instant::now() < deadline, "slots never came back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(std::fs::read_to_string(&log).unwrap().contains("connection limit 2 reached"));
+}
+
+#[test]
+fn slow_loris_requests_time_out_without_reaching_the_engine() {
+    let (mut child, _dir, socket, log) = start_custom_socket("max_connections = 3\nrequest_timeout = \"1s\"\n");
+    let started = std::time::Instant::now();
+    // Headers that never finish, a body that never finishes, and a connection that never speaks.
+    let mut headers = stalled(&socket, b"POST /rpc/v0 HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n");
+    let mut body = stalled(
+        &socket,
+        b"POST /rpc/v0 HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n{\"jsonrpc\":\"2.0\",",
+    );
+    let mut idle = stalled(&socket, b"");
+    let (_, closed) = read_until_closed(&mut headers, Duration::from_secs(10));
+    assert!(closed, "a connection with unfinished headers stays open");
+    let (answer, closed) = read_until_closed(&mut body, Duration::from_secs(10));
+    assert!(closed, "a connection with an unfinished body stays open");
+    assert!(answer.contains(&format!("\"code\":{}", ErrorCode::BadInput.code())) && answer.contains("socket.request_timeout"), "{answer}");
+    let (_, closed) = read_until_closed(&mut idle, Duration::from_secs(10));
+    assert!(closed, "an idle connection stays open");
+    assert!(started.elapsed() < Duration::from_secs(8), "timed out after {:?}", started.elapsed());
+
+    // Nothing reached the engine, and the slots are free again.
+    let status = block_on(snarkd::client::Client::new(&socket).call("Status", vec![])).expect("serves after the stalls");
+    let engine = &status["engine"];
+    assert_eq!(engine["budget"]["reserved"], 0, "{engine}");
+    assert!(engine["queues"].as_array().unwrap().iter().all(|q| q["running"] == 0), "{engine}");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(std::fs::read_to_string(&log).unwrap().contains("not received within socket.request_timeout"));
 }
