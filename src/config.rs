@@ -173,8 +173,24 @@ pub enum LogTarget {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
-    /// Address such as "127.0.0.1:9464"; empty serves metrics only through `Snark.Metrics`.
+    /// Address such as "127.0.0.1:9464", or a bare port, which binds loopback; empty serves
+    /// metrics only through `Snark.Metrics`.
     pub listen: String,
+}
+
+impl MetricsConfig {
+    /// The address to serve on: `listen` as given, or loopback for a bare port; None when off.
+    pub fn address(&self) -> Option<Result<std::net::SocketAddr, String>> {
+        let text = self.listen.trim();
+        if text.is_empty() {
+            return None;
+        }
+        let parsed = match text.trim_start_matches(':').parse::<u16>() {
+            Ok(port) => Ok(std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port))),
+            Err(_) => text.parse::<std::net::SocketAddr>(),
+        };
+        Some(parsed.map_err(|_| format!("key `metrics.listen`: {text:?} is not an address such as 127.0.0.1:9464 or a port")))
+    }
 }
 
 /// Process lifecycle.
@@ -497,8 +513,8 @@ impl Config {
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
             errors.push(format!("key `log.level`: {:?} is not a log filter: {e}", self.log.level));
         }
-        if !self.metrics.listen.is_empty() && self.metrics.listen.parse::<std::net::SocketAddr>().is_err() {
-            errors.push(format!("key `metrics.listen`: {:?} is not an address such as 127.0.0.1:9464", self.metrics.listen));
+        if let Some(Err(e)) = self.metrics.address() {
+            errors.push(e);
         }
         if errors.is_empty() {
             Ok(())

@@ -72,7 +72,7 @@ pub const KEYS: &[Key] = &[
     Key { key: "gpu.devices", format: Format::Plain, doc: "\"all\", \"none\" (CPU proving only), or a list of CUDA device ordinals such as [0, 1]." },
     Key { key: "log.target", format: Format::Plain, doc: "\"auto\" (native journal entries when stderr is the journal, text otherwise), \"journal\" or \"text\"." },
     Key { key: "log.level", format: Format::Plain, doc: "A tracing filter such as \"info\", \"debug\" or \"snarkd=debug,jsonrpsee=warn\"." },
-    Key { key: "metrics.listen", format: Format::Plain, doc: "TCP address such as \"127.0.0.1:9464\" to serve Prometheus metrics on; empty serves them only through Snark.Metrics (snarkctl metrics)." },
+    Key { key: "metrics.listen", format: Format::Plain, doc: "TCP address such as \"127.0.0.1:9464\" to serve Prometheus metrics on; a bare port such as \"9464\" binds loopback only; empty serves them only through Snark.Metrics (snarkctl metrics)." },
     Key { key: "daemon.drain_timeout", format: Format::Plain, doc: "How long SIGTERM waits for in-flight jobs before failing them (clients get cancelled and should resubmit). The daemon extends systemd's stop timeout while it drains, so a longer value needs no unit change." },
 ];
 

@@ -224,8 +224,8 @@ pub async fn run(
         engine.apply_settings(EngineSettings::from_config(&config), Some(b));
     }
 
-    if !config.metrics.listen.is_empty() {
-        serve_metrics(&config.metrics.listen, engine.clone()).await?;
+    if let Some(Ok(address)) = config.metrics.address() {
+        serve_metrics(address, engine.clone()).await?;
     }
 
     // Handlers go in before READY=1: systemd may send SIGHUP or SIGTERM the moment it sees it,
@@ -248,7 +248,7 @@ pub async fn run(
 
 /// Serves Prometheus text on `metrics.listen` (validated as an address by the config): one
 /// response per connection, whatever the request line, so any scraper works.
-async fn serve_metrics(listen: &str, engine: Arc<Engine>) -> Result<(), DaemonError> {
+async fn serve_metrics(listen: std::net::SocketAddr, engine: Arc<Engine>) -> Result<(), DaemonError> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| DaemonError::Startup(format!("metrics.listen: cannot bind {listen}: {e}")))?;

@@ -323,7 +323,12 @@ fn malformed_and_unknown_requests_get_codes() {
 #[test]
 fn metrics_are_served_on_a_configured_loopback_port_only() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let d = Daemon::start(&format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n"));
+    // A bare port binds loopback only.
+    let d = Daemon::start(&format!("[metrics]\nlisten = \"{port}\"\n"));
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let local = format!("0100007F:{port:04X}");
+    assert!(tcp.lines().any(|l| l.split_whitespace().nth(1) == Some(local.as_str())), "not on 127.0.0.1:{port}:\n{tcp}");
+    assert!(!std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default().contains(&format!(":{port:04X} ")));
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port open");
     s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
