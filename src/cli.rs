@@ -170,7 +170,8 @@ pub enum CtlCommand {
     /// Make test parameters, under the production file names
     #[command(subcommand)]
     Params(ParamsCommand),
-    /// Seal a real sector offline and write every proof kind's inputs plus a manifest
+    /// Seal a real sector offline and write every proof kind's inputs, a manifest and the fuzz
+    /// seed corpus (fuzz-seeds/)
     Testdata {
         /// Sector size: 2KiB (8MiB, 512MiB, 32GiB and 64GiB also seal, slowly)
         #[arg(long, default_value = "2KiB")]
@@ -216,8 +217,18 @@ pub enum CtlCommand {
     Bench {
         /// porep, snap, window or winning: snarkd's provers (cpu, and each GPU) against
         /// filecoin-proofs-api's on real test data; msm, ntt or prove: GPU kernels, medians of
-        /// warm runs timed with device events
+        /// warm runs timed with device events; soak: concurrent clients against a daemon on a
+        /// temporary socket, checking that nothing is lost and nothing leaks
         kind: String,
+        /// For soak: concurrent clients
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        /// For soak: how long clients keep sending, such as 90s or 30m
+        #[arg(long, default_value = "5m", value_parser = duration_arg)]
+        duration: std::time::Duration,
+        /// For soak: every n-th request of a client is malformed (0: none)
+        #[arg(long, default_value_t = 4)]
+        malformed_every: usize,
         /// For msm/ntt: log2 of the size (msm: points, ntt: domain)
         #[arg(long, default_value_t = 24)]
         log_size: u32,
@@ -238,6 +249,10 @@ pub enum CtlCommand {
         #[arg(long, default_value = "man")]
         out: PathBuf,
     },
+}
+
+fn duration_arg(text: &str) -> Result<std::time::Duration, String> {
+    crate::config::duration_text::parse(text).ok_or_else(|| format!("{text:?} is not a duration such as 90s, 30m or 1h"))
 }
 
 /// A proof request: a JSON request file, a raw C1 output, or Curio's C1 wrapper file.

@@ -12,6 +12,7 @@ pub mod config_doc;
 pub mod daemon;
 pub mod engine;
 pub mod error;
+pub mod fuzz;
 pub mod gpu;
 pub mod groth16;
 pub mod man;

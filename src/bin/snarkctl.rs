@@ -18,7 +18,7 @@ fn main() {
     let code = match runtime.block_on(run(cli)) {
         Ok(()) => exit::OK,
         Err(e) => {
-            eprintln!("snarkctl: {e}");
+            eprintln!("snarkctl: {e:#}");
             exit::FAILURE
         }
     };
@@ -168,6 +168,25 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
             .await??;
             for r in &reports {
                 println!("{:<48} median {:>9.2} ms  (min {:.2}, max {:.2})", r.what, r.median_ms, r.min_ms, r.max_ms);
+            }
+        }
+        CtlCommand::Bench { kind, clients, duration, malformed_every, sector_size, params_dir, .. } if kind == "soak" => {
+            let size = sector_size_arg(&sector_size)?;
+            ensure_params(size, &params_dir).await?;
+            let pd = params_dir.clone();
+            let manifest = tokio::task::spawn_blocking(move || snarkd::tools::ensure_testdata(&pd, size)).await??;
+            let daemon = snarkd::tools::TempDaemon::start(&params_dir, "")?;
+            eprintln!("soak: snarkd ready on {}; {clients} clients for {duration:?}", daemon.socket.display());
+            let opts = snarkd::tools::soak::SoakOptions { clients, duration, malformed_every };
+            let report = snarkd::tools::soak::run(&daemon, manifest, &opts).await;
+            daemon.stop()?;
+            let report = report?;
+            let problems = report.problems();
+            let mut v = serde_json::to_value(&report)?;
+            v["problems"] = json!(problems);
+            show(&v, &|_| report.summary());
+            if !problems.is_empty() {
+                anyhow::bail!("soak failed:\n  {}", problems.join("\n  "));
             }
         }
         CtlCommand::Bench { kind, sector_size, runs, params_dir, .. } => {

@@ -121,8 +121,9 @@ pub fn generate(sector_size: u64, out: &Path, params_dir: &Path) -> anyhow::Resu
     let work = out.join("sector");
     let cache = work.join("cache");
     let update_cache = work.join("update-cache");
-    fs::create_dir_all(&cache)?;
-    fs::create_dir_all(&update_cache)?;
+    for dir in [&cache, &update_cache] {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
     let sealed = work.join("sealed");
     let replica = work.join("update");
 
@@ -214,6 +215,7 @@ pub fn generate(sector_size: u64, out: &Path, params_dir: &Path) -> anyhow::Resu
         manifest.requests.insert(kind, file);
     }
     write(out, "manifest.json", &serde_json::to_vec_pretty(&manifest)?)?;
+    crate::fuzz::write_seeds(&manifest, &out.join("fuzz-seeds"))?;
     // The sealed sector and its trees were only needed to make the vanilla proofs.
     fs::remove_dir_all(&work).with_context(|| format!("cannot remove {}", work.display()))?;
     Ok(manifest)

@@ -16,6 +16,8 @@ use crate::groth16::ProvingBackend;
 use crate::proofs::testdata::Manifest;
 use crate::proofs::ProofKind;
 
+pub mod soak;
+
 /// A `snarkd` child process on a temporary socket, started the way systemd would start it.
 pub struct TempDaemon {
     child: Child,
@@ -64,6 +66,10 @@ impl TempDaemon {
 
     pub fn client(&self) -> Client {
         Client::new(&self.socket)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// SIGTERM, then waits for the drain and a clean exit.

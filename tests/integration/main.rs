@@ -4,5 +4,7 @@
 mod daemon;
 mod docs;
 mod engine;
+mod faults;
 mod harness;
 mod proving;
+mod soak;
