@@ -154,11 +154,11 @@ impl SoakReport {
 /// A request that must be refused, and the code it must be refused with.
 struct Malformed {
     what: &'static str,
-    send: Send,
+    send: Payload,
     code: i32,
 }
 
-enum Send {
+enum Payload {
     Prove(Value),
     Call(&'static str, Vec<Value>),
     Raw(Vec<u8>),
@@ -170,7 +170,7 @@ fn malformed_cases(valid: &BTreeMap<ProofKind, Value>) -> Vec<Malformed> {
     let with = |kind: ProofKind, key: &str, value: Value| {
         let mut v = valid[&kind].clone();
         v[key] = value;
-        Send::Prove(v)
+        Payload::Prove(v)
     };
     let c1 = valid[&ProofKind::PorepC2]["c1_output"].as_str().unwrap_or_default();
     let truncated = c1[..c1.len() / 2 / 4 * 4].to_string();
@@ -195,18 +195,18 @@ fn malformed_cases(valid: &BTreeMap<ProofKind, Value>) -> Vec<Malformed> {
         },
         Malformed { what: "unknown proof kind", send: with(ProofKind::SnapDeals, "kind", json!("teleport")), code: bad },
         Malformed { what: "vanilla proof that is not bincode", send: with(ProofKind::SnapDeals, "vanilla_proofs", json!(["AAEC"])), code: bad },
-        Malformed { what: "body that is not JSON", send: Send::Raw(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":".to_vec()), code: -32700 },
-        Malformed { what: "unknown method", send: Send::Call("Teleport", vec![]), code: -32601 },
-        Malformed { what: "unknown job id", send: Send::Call("Job", vec![json!("00000000")]), code: ErrorCode::NotFound.code() },
+        Malformed { what: "body that is not JSON", send: Payload::Raw(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":".to_vec()), code: -32700 },
+        Malformed { what: "unknown method", send: Payload::Call("Teleport", vec![]), code: -32601 },
+        Malformed { what: "unknown job id", send: Payload::Call("Job", vec![json!("00000000")]), code: ErrorCode::NotFound.code() },
     ]
 }
 
 /// The code a malformed request was answered with, or what went wrong instead.
-async fn refusal_code(client: &Client, send: &Send) -> Result<i32, String> {
+async fn refusal_code(client: &Client, send: &Payload) -> Result<i32, String> {
     let outcome = match send {
-        Send::Prove(req) => client.call("Prove", vec![req.clone()]).await,
-        Send::Call(method, params) => client.call(method, params.clone()).await,
-        Send::Raw(body) => {
+        Payload::Prove(req) => client.call("Prove", vec![req.clone()]).await,
+        Payload::Call(method, params) => client.call(method, params.clone()).await,
+        Payload::Raw(body) => {
             let (status, bytes) = client.post_raw("/rpc/v0", body.clone()).await.map_err(|e| e.to_string())?;
             let v: Value = serde_json::from_slice(&bytes).map_err(|e| format!("HTTP {status}, not JSON-RPC: {e}"))?;
             return v["error"]["code"].as_i64().map(|c| c as i32).ok_or_else(|| format!("no error in {v}"));

@@ -8,11 +8,7 @@ use std::time::{Duration, Instant};
 use snarkd::error::ErrorCode;
 use snarkd::proofs::ProofKind;
 
-use super::harness::{block_on, request, test_params_dir, Daemon, SNARKCTL, SNARKD};
-
-fn prove(d: &Daemon, req: serde_json::Value) -> Result<serde_json::Value, snarkd::client::ClientError> {
-    block_on(d.client().call("Prove", vec![req, serde_json::json!(120_000)]))
-}
+use super::harness::{block_on, prove, request, test_params_dir, Daemon, SNARKCTL, SNARKD};
 
 #[test]
 fn a_params_file_corrupted_mid_file_is_caught_at_load() {

@@ -190,6 +190,11 @@ pub fn request(kind: snarkd::proofs::ProofKind) -> serde_json::Value {
     serde_json::from_slice(&m.read(&m.requests[&kind]).unwrap()).unwrap()
 }
 
+/// Proves `req` through the daemon's socket, as Curio's Prove call does.
+pub fn prove(d: &Daemon, req: serde_json::Value) -> Result<serde_json::Value, snarkd::client::ClientError> {
+    block_on(d.client().call("Prove", vec![req]))
+}
+
 /// Decodes a Prove/Await result's proof bytes.
 pub fn proof_bytes(result: &serde_json::Value) -> Vec<u8> {
     use base64::Engine;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use super::harness::{block_on, manifest, proof_bytes, request, test_params_dir, Daemon};
+use super::harness::{block_on, manifest, proof_bytes, prove, request, test_params_dir, Daemon};
 use snarkd::error::ErrorCode;
 use snarkd::proofs::verify::{use_parameter_dir, verify_with_api};
 use snarkd::proofs::ProofKind;
@@ -16,10 +16,6 @@ use snarkd::proofs::ProofKind;
 fn api_accepts(kind: ProofKind, proof: &[u8]) -> bool {
     use_parameter_dir(&test_params_dir()).unwrap();
     verify_with_api(manifest(), kind, proof).expect("the api verifier runs")
-}
-
-fn prove(d: &Daemon, req: Value) -> Result<Value, snarkd::client::ClientError> {
-    block_on(d.client().call("Prove", vec![req]))
 }
 
 #[test]
