@@ -347,12 +347,20 @@ fn human_status(v: &Value) -> String {
     );
     for d in e["devices"].as_array().into_iter().flatten() {
         out.push_str(&format!(
-            "\ndevice {} {}: queued {}, current job {}, proofs {}{}",
+            "\ndevice {} {}: queued {}, current job {}, proofs {}{}{}",
             d["index"],
             s(d, "name"),
             d["queued"],
             d["current_job"].as_str().unwrap_or("-"),
             d["proofs"],
+            d["memory"]["total"]
+                .as_u64()
+                .map(|total| format!(
+                    ", memory {} free of {}",
+                    snarkd::units::Bytes(d["memory"]["free"].as_u64().unwrap_or(0)),
+                    snarkd::units::Bytes(total)
+                ))
+                .unwrap_or_default(),
             d["degraded"].as_str().map(|r| format!(", DEGRADED: {r}")).unwrap_or_default()
         ));
     }

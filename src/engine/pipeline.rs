@@ -21,7 +21,7 @@ use super::metrics::Metrics;
 use super::scheduler::{Priority, PriorityQueue};
 use super::{EngineSettings, SrsSource, Verifier};
 use crate::error::{ErrorCode, SnarkError};
-use crate::groth16::{BackendError, Proof, ProvingBackend, Witness};
+use crate::groth16::{BackendError, DeviceMemory, Proof, ProvingBackend, Witness};
 use crate::proofs::Statement;
 use crate::srs::{CircuitId, Srs};
 use crate::units::Bytes;
@@ -55,6 +55,9 @@ pub struct DeviceStatus {
     pub degraded: Option<String>,
     pub proofs: u64,
     pub busy_seconds: f64,
+    /// Free and total device memory; absent for the CPU backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<DeviceMemory>,
 }
 
 pub(crate) struct Device {
@@ -85,6 +88,7 @@ impl Device {
             degraded: self.degraded.lock().unwrap().clone(),
             proofs: self.proofs.load(Ordering::Relaxed),
             busy_seconds: self.busy_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            memory: self.backend.memory(),
         }
     }
 }
@@ -286,11 +290,10 @@ impl Pipeline {
                 // Wait for a device to take a witness; re-check the queue after.
                 drop(q);
                 let used = self.lookahead.used.lock().unwrap();
-                let _unused = self
-                    .lookahead
-                    .freed
-                    .wait_timeout(used, Duration::from_millis(50))
-                    .unwrap();
+                let (used, _) = self.lookahead.freed.wait_timeout(used, Duration::from_millis(50)).unwrap();
+                // Let go of the count before taking the queue: the branch above takes the queue
+                // first and then the count, so holding both the other way round deadlocks.
+                drop(used);
                 q = self.synth_queue.lock().unwrap();
                 continue;
             }
@@ -362,8 +365,13 @@ impl Pipeline {
                 return;
             }
         };
-        reservation.set_in_use(Bytes(witness.bytes()));
-        self.measured.lock().unwrap().entry(job.statement.circuit()).and_modify(|m| *m = (*m).max(witness.bytes())).or_insert(witness.bytes());
+        let bytes = witness.bytes();
+        reservation.set_in_use(Bytes(bytes));
+        {
+            let mut measured = self.measured.lock().unwrap();
+            let peak = measured.entry(job.statement.circuit()).or_insert(0);
+            *peak = (*peak).max(bytes);
+        }
         job.progress.lock().unwrap().timings.synthesis += took;
 
         let Some(device) = self.pick_device(&item.exclude) else {

@@ -17,8 +17,11 @@ use rand_core::OsRng;
 use super::device::{GpuDevice, GpuError};
 use super::msm::{msm, msm_device, DeviceBases, G1, G2};
 use super::ntt::Domain;
-use crate::groth16::{BackendError, Density, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness};
+use crate::groth16::{
+    BackendError, Density, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness,
+};
 use crate::srs::{CircuitId, Srs};
+use crate::units::Bytes;
 
 /// Where the B_G2 MSM runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +148,11 @@ impl GpuBackend {
 impl ProvingBackend for GpuBackend {
     fn name(&self) -> String {
         self.dev.label()
+    }
+
+    fn memory(&self) -> Option<DeviceMemory> {
+        let (free, total) = self.dev.mem_info().ok()?;
+        Some(DeviceMemory { free: Bytes(free), total: Bytes(total) })
     }
 
     fn prove(

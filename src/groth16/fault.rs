@@ -64,6 +64,10 @@ impl ProvingBackend for FaultInjecting {
         self.inner.name()
     }
 
+    fn memory(&self) -> Option<crate::groth16::DeviceMemory> {
+        self.inner.memory()
+    }
+
     fn prove(&self, witness: Witness, srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         match self.fault {

@@ -115,6 +115,13 @@ pub enum BackendError {
     Other(String),
 }
 
+/// A device's memory as its driver reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceMemory {
+    pub free: crate::units::Bytes,
+    pub total: crate::units::Bytes,
+}
+
 /// Called by the backend as each buffer of the witness is consumed, so the engine can release
 /// that part of the memory reservation (a, b, c after h; aux after the MSMs).
 pub type ReleaseFn<'a> = &'a (dyn Fn(u64) + Sync);
@@ -123,6 +130,11 @@ pub type ReleaseFn<'a> = &'a (dyn Fn(u64) + Sync);
 pub trait ProvingBackend: Send + Sync {
     /// A name for logs and Status, e.g. "cpu" or "cuda:0 (NVIDIA H200)".
     fn name(&self) -> String;
+
+    /// The device's memory, for Status; None for a backend without memory of its own (the CPU).
+    fn memory(&self) -> Option<DeviceMemory> {
+        None
+    }
 
     /// Proves one circuit with fresh r and s from OsRng. `release` is called with the byte count of
     /// each witness buffer once it is no longer needed.

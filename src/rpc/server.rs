@@ -247,7 +247,7 @@ pub fn serve(
                 tokio::spawn(refuse(stream, max_connections));
                 continue;
             };
-            let limits = Limits { max_request, request_timeout };
+            let limits = Limits { max_request, request_timeout, max_connections };
             let svc = connection_service(builder.clone(), methods.clone(), stop.clone(), peer, limits);
             let stop = stop.clone();
             tokio::spawn(async move {
@@ -297,6 +297,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 struct Limits {
     max_request: u64,
     request_timeout: Duration,
+    max_connections: u32,
 }
 
 type Builder = jsonrpsee::server::TowerServiceBuilder<tower::layer::util::Identity, tower::layer::util::Identity>;
@@ -332,7 +333,7 @@ fn connection_service(
 > + Clone
        + Send
        + 'static {
-    let Limits { max_request, request_timeout } = limits;
+    let Limits { max_request, request_timeout, max_connections } = limits;
     tower::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
         req.extensions_mut().insert(peer.clone());
         let peer = peer.clone();
@@ -365,7 +366,7 @@ fn connection_service(
             }
             if req.headers().contains_key(http::header::UPGRADE) {
                 // A WebSocket handshake has no body; jsonrpsee takes the upgraded stream.
-                return svc.call(req).await;
+                return svc.call(req).await.map(|resp| over_limit_as_rpc_error(resp, max_request, max_connections));
             }
             let (parts, body) = req.into_parts();
             let body = match tokio::time::timeout(request_timeout, Limited::new(body, max_request as usize).collect()).await {
@@ -378,12 +379,28 @@ fn connection_service(
                 }
             };
             let resp = svc.call(http::Request::from_parts(parts, Full::new(body))).await?;
-            if resp.status() == http::StatusCode::PAYLOAD_TOO_LARGE {
-                return Ok(too_large(max_request));
-            }
-            Ok(resp)
+            Ok(over_limit_as_rpc_error(resp, max_request, max_connections))
         }
     })
+}
+
+/// jsonrpsee answers its own limits with bare HTTP statuses: 413 for a body over
+/// `max_request_bytes`, and 429 once `max_connections` requests and WebSocket connections are
+/// open (an upgraded WebSocket leaves the accept loop's count, but not jsonrpsee's). Both become
+/// the JSON-RPC errors go-jsonrpc can decode.
+fn over_limit_as_rpc_error(resp: HttpResponse, max_request: u64, max_connections: u32) -> HttpResponse {
+    match resp.status() {
+        http::StatusCode::PAYLOAD_TOO_LARGE => too_large(max_request),
+        http::StatusCode::TOO_MANY_REQUESTS => too_many(max_connections),
+        _ => resp,
+    }
+}
+
+fn too_many(max_connections: u32) -> HttpResponse {
+    json_response(
+        200,
+        error_body(ErrorCode::QueueFull, &format!("too many connections (socket.max_connections = {max_connections}); retry later")),
+    )
 }
 
 /// The most an over-size body is read (and discarded) before the error goes out.
@@ -414,10 +431,7 @@ fn timed_out(request_timeout: Duration) -> HttpResponse {
 /// Answers every request on an over-limit connection with a JSON-RPC error, then closes it.
 async fn refuse(stream: tokio::net::UnixStream, limit: u32) {
     let svc = tower::service_fn(move |_req: http::Request<hyper::body::Incoming>| async move {
-        Ok::<_, std::convert::Infallible>(json_response(
-            200,
-            error_body(ErrorCode::QueueFull, &format!("too many connections (socket.max_connections = {limit}); retry later")),
-        ))
+        Ok::<_, std::convert::Infallible>(too_many(limit))
     });
     let io = hyper_util::rt::TokioIo::new(stream);
     let svc = hyper_util::service::TowerToHyperService::new(svc);

@@ -369,23 +369,78 @@ fn read_until_closed(s: &mut std::os::unix::net::UnixStream, limit: Duration) ->
     (String::from_utf8_lossy(&got).into_owned(), closed)
 }
 
-#[test]
-fn connections_past_the_limit_get_queue_full_and_slots_come_back() {
-    let (mut child, _dir, socket, log) = start_custom_socket("max_connections = 2\nrequest_timeout = \"1h\"\n");
-    // One complete call first, so the start-up probe's connection has ended and given its slot back.
-    assert!(block_on(snarkd::client::Client::new(&socket).call("Version", vec![])).is_ok());
-    std::thread::sleep(Duration::from_millis(300));
-    let held: Vec<_> = (0..2).map(|_| stalled(&socket, b"POST /rpc/v0 HTTP/1.1\r\nhost: x\r\n")).collect();
-    std::thread::sleep(Duration::from_millis(200));
-    let e = block_on(snarkd::client::Client::new(&socket).call("Version", vec![])).unwrap_err();
+/// Reads one HTTP response head (and its body, when it has a content-length) from `s`.
+fn read_response(s: &mut std::os::unix::net::UnixStream) -> Option<String> {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut head = vec![];
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if s.read(&mut byte).ok()? != 1 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let length = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    s.read_exact(&mut body).ok()?;
+    Some(head + &String::from_utf8_lossy(&body))
+}
+
+/// A kept-alive HTTP connection that has completed one call, and so holds a connection slot;
+/// None when the daemon refused it.
+fn kept_alive(socket: &std::path::Path) -> Option<std::os::unix::net::UnixStream> {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"Snark.Version","params":[]}"#;
+    let request = format!("POST /rpc/v0 HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+    let mut s = stalled(socket, request.as_bytes());
+    read_response(&mut s)?.contains("\"result\"").then_some(s)
+}
+
+/// An open WebSocket connection; None when the daemon answered the handshake with an error.
+fn websocket(socket: &std::path::Path) -> Option<std::os::unix::net::UnixStream> {
+    let mut s = stalled(
+        socket,
+        b"GET /rpc/v0 HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\
+          sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n",
+    );
+    read_response(&mut s)?.starts_with("HTTP/1.1 101").then_some(s)
+}
+
+/// Opens connections with `open` until two hold a slot (one may be refused while the start-up
+/// probe's connection still holds its own), checks that the next call gets queue_full, closes
+/// them and waits until calls go through again.
+fn fill_both_slots(socket: &std::path::Path, open: fn(&std::path::Path) -> Option<std::os::unix::net::UnixStream>) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut held = vec![];
+    while held.len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no two connections were accepted");
+        match open(socket) {
+            Some(s) => held.push(s),
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    let e = block_on(snarkd::client::Client::new(socket).call("Version", vec![])).unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::QueueFull.code()), "{e}");
     assert!(e.to_string().contains("socket.max_connections = 2"), "{e}");
     drop(held);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while block_on(snarkd::client::Client::new(&socket).call("Version", vec![])).is_err() {
+    while block_on(snarkd::client::Client::new(socket).call("Version", vec![])).is_err() {
         assert!(std::time::Instant::now() < deadline, "slots never came back");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn connections_past_the_limit_get_queue_full_and_slots_come_back() {
+    let (mut child, _dir, socket, log) = start_custom_socket("max_connections = 2\n");
+    // Idle kept-alive HTTP connections, refused at accept, and open WebSockets, which count
+    // against the same limit inside jsonrpsee: both answer with the JSON-RPC error.
+    fill_both_slots(&socket, kept_alive);
+    fill_both_slots(&socket, websocket);
     let _ = child.kill();
     let _ = child.wait();
     assert!(std::fs::read_to_string(&log).unwrap().contains("connection limit 2 reached"));

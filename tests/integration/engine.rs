@@ -12,7 +12,7 @@ use group::prime::PrimeCurveAffine;
 
 use snarkd::engine::{Engine, EngineSettings, JobState, Sizing, SrsSource, SubmitOptions};
 use snarkd::error::{ErrorCode, SnarkError};
-use snarkd::groth16::{BackendError, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness};
+use snarkd::groth16::{BackendError, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness};
 use snarkd::proofs::{ProofKind, Statement};
 use snarkd::srs::{CircuitId, Srs};
 use snarkd::units::Bytes;
@@ -59,6 +59,9 @@ struct FakeBackend {
 impl ProvingBackend for FakeBackend {
     fn name(&self) -> String {
         "fake".into()
+    }
+    fn memory(&self) -> Option<DeviceMemory> {
+        Some(DeviceMemory { free: Bytes(100 << 30), total: Bytes(141 << 30) })
     }
     fn prove(&self, w: Witness, _srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
@@ -341,5 +344,24 @@ fn reservations_grow_to_the_measured_witness_when_the_estimate_falls_short() {
     let e = r.engine.submit(short(), SubmitOptions::default()).unwrap_err();
     assert_eq!(e.code, ErrorCode::BadInput, "{e}");
     assert!(e.message.contains("36000") || e.message.contains("35.2 KiB"), "names the refined figure: {e}");
+    r.engine.shutdown();
+}
+
+#[test]
+fn status_lists_each_device_with_its_memory_and_current_job() {
+    let r = rig(1 << 30, 1, Duration::from_millis(400));
+    let job = r.engine.submit(statement(ProofKind::PorepC2, 1, 16, Duration::ZERO), SubmitOptions::default()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let device = loop {
+        let d = r.engine.status().devices.remove(0);
+        if d.current_job.is_some() || Instant::now() > deadline {
+            break d;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(device.current_job.as_deref(), Some(job.job_id.to_string().as_str()), "{device:?}");
+    assert_eq!(device.memory, Some(DeviceMemory { free: Bytes(100 << 30), total: Bytes(141 << 30) }));
+    let json = serde_json::to_value(&device).unwrap();
+    assert_eq!(json["memory"]["total"], 141u64 << 30, "{json}");
     r.engine.shutdown();
 }

@@ -292,6 +292,7 @@ fn preload_and_evict_by_kind_and_sector_size() {
     let r = block_on(d.client().call("Preload", vec![json!("window_post:2KiB")])).unwrap();
     assert!(r["bytes"].as_u64().unwrap() > 0, "{r}");
     let s = block_on(d.client().call("Status", vec![])).unwrap();
+    assert!(s["engine"]["devices"][0].get("memory").is_none(), "the cpu backend has no device memory: {s}");
     let resident = s["params"]["resident"].as_array().unwrap();
     assert!(resident.iter().any(|e| e["id"] == r["circuit"] && e["last_used"].is_number()), "{s}");
     block_on(d.client().call("Evict", vec![json!("window_post:2KiB")])).unwrap();
