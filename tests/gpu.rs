@@ -209,6 +209,7 @@ fn gpu_benchmarks() {
     row(gpu::bench_ntt(&dev, log).unwrap());
     gpu::bench_msm(&dev, 1 << log, Distribution::Filecoin, false).unwrap().into_iter().for_each(row);
     gpu::bench_msm(&dev, 1 << log, Distribution::Random, false).unwrap().into_iter().for_each(row);
-    gpu::bench_prove_shape(&dev, h_log).unwrap().into_iter().for_each(row);
+    let shape = gpu::Shape { name: "bench", constraints: (1 << h_log) - 1000, aux: (1 << h_log) - 1000 };
+    gpu::bench_prove_shape(&dev, shape).unwrap().into_iter().for_each(row);
     gpu::bench_msm(&dev, 1 << log, Distribution::Random, true).unwrap().into_iter().for_each(row);
 }

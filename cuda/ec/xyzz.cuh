@@ -6,12 +6,26 @@
 // dbl-2008-s-1, mdbl-2008-s-1; the P = Q and P = -Q cases are handled explicitly.
 #pragma once
 #include <cstdint>
+#include "../ff/bls12_381.cuh"
 
 template <class F>
-struct affine_t {
+struct alignas(16) affine_t {
     F x, y;
     __device__ __forceinline__ bool is_inf() const { return x.is_zero() && y.is_zero(); }
 };
+static_assert(sizeof(affine_t<fp_t>) == 96 && sizeof(affine_t<fp2_t>) == 192, "blst layout");
+
+// One base from a resident table, in 16-byte read-only loads (bases are gathered at random, so
+// fewer, wider requests matter).
+template <class F>
+__device__ __forceinline__ affine_t<F> load_affine(const affine_t<F>* p) {
+    affine_t<F> r;
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+    uint4* d = reinterpret_cast<uint4*>(&r);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(affine_t<F>) / 16); i++) d[i] = __ldg(q + i);
+    return r;
+}
 
 template <class F>
 struct xyzz_t {

@@ -6,6 +6,7 @@
 // overflow N limbs.
 #pragma once
 #include <cstdint>
+#include "carry.cuh"
 
 template <class C>
 struct mont_t {
@@ -93,52 +94,82 @@ struct mont_t {
     }
     __device__ __forceinline__ mont_t dbl() const { return *this + *this; }
 
-    // CIOS Montgomery multiplication: a * b / R mod P, as PTX carry chains (mad.lo/madc.hi):
-    // about 4·N² multiply-adds, against ~2× that for the same loop on 64-bit C products.
-    // The chains are runs of volatile asm statements (as in sppark): nvcc keeps them in order and
-    // places nothing that writes the carry flag between them; the self-test checks every field.
+    // CIOS Montgomery multiplication, a * b / R mod P, with the running sum T kept as two
+    // numbers: T = X + Y·2^32. A row a·b_i splits into the products of a's even limbs (at words
+    // 2k, 2k+1: they do not overlap, so X takes them as one carry chain of lo/hi pairs) and of its
+    // odd limbs (the same into Y, one word up). Each lo/hi pair of one product into one word pair
+    // can become a single wide multiply-add with carries on sm_80+; a chain of whole-row lo
+    // products then whole-row hi products compiled to an IMAD plus an IADD3.X per step (1235
+    // SASS instructions an Fp multiply). Shifting T right by a word swaps the roles: the new X is
+    // Y plus X's word 1 (its carry goes into the first step of the next Y chain, which sits at
+    // that carry's weight), the new Y is X from word 2 on. X and Y each stay below 4·2^(32N), so
+    // N + 1 words hold them.
     static __device__ __forceinline__ mont_t mul_body(const mont_t& a, const mont_t& b) {
-        uint32_t t[N + 2];
+        static_assert(N % 2 == 0, "even/odd split needs an even limb count");
+        uint32_t x[N + 1], y[N + 1];
+        // row 0: fresh products, no carries
 #pragma unroll
-        for (int i = 0; i < N + 2; i++) t[i] = 0;
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            const uint32_t bi = b.l[i];
-            // t += lo(a·bi) (aligned), then t += hi(a·bi) (shifted one word)
-            mad_lo_chain(t, a.l, bi);
-            mad_hi_chain(t, a.l, bi);
-            const uint32_t m = t[0] * C::M0;
-            uint32_t p[N];
-#pragma unroll
-            for (int j = 0; j < N; j++) p[j] = C::p(j);
-            mad_lo_chain(t, p, m);
-            mad_hi_chain(t, p, m);
-            // t[0] is now 0: divide by 2^32
-#pragma unroll
-            for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
-            t[N + 1] = 0;
+        for (int k = 0; k < N / 2; k++) {
+            x[2 * k] = mul_lo(a.l[2 * k], b.l[0]);
+            x[2 * k + 1] = mul_hi(a.l[2 * k], b.l[0]);
+            y[2 * k] = mul_lo(a.l[2 * k + 1], b.l[0]);
+            y[2 * k + 1] = mul_hi(a.l[2 * k + 1], b.l[0]);
         }
-        mont_t r;
+        x[N] = 0;
+        y[N] = 0;
+        reduce_step(x, y);
 #pragma unroll
-        for (int i = 0; i < N; i++) r.l[i] = t[i];
+        for (int i = 1; i < N; i++) {
+            uint32_t nx[N + 1], ny[N + 1];
+#pragma unroll
+            for (int j = 0; j <= N; j++) nx[j] = y[j];
+#pragma unroll
+            for (int j = 0; j < N - 1; j++) ny[j] = x[j + 2];
+            ny[N - 1] = 0;
+            ny[N] = 0;
+            add_cc(nx[0], x[1]);                    // its carry weighs 2^32, as ny[0] does
+            chain<true, 1>(ny, a.l, b.l[i]);        // ny += a_odd · b_i, taking that carry
+            chain<false, 0>(nx, a.l, b.l[i]);       // nx += a_even · b_i
+            reduce_step(nx, ny);
+#pragma unroll
+            for (int j = 0; j <= N; j++) x[j] = nx[j], y[j] = ny[j];
+        }
+        // T / 2^32 = Y + X[1..]; T < 2P < 2^(32N), so the top word is 0
+        mont_t r;
+        add_cc(y[0], x[1]);
+#pragma unroll
+        for (int j = 1; j < N; j++) addc_cc(y[j], x[j + 1]);
+#pragma unroll
+        for (int j = 0; j < N; j++) r.l[j] = y[j];
         r.final_sub();
         return r;
     }
 
-    // t[0..N+1] += lo(x[j]·y) at word j, carries into t[N], t[N+1].
-    static __device__ __forceinline__ void mad_lo_chain(uint32_t (&t)[N + 2], const uint32_t (&x)[N], uint32_t y) {
-        asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(x[0]), "r"(y));
+    // m = X[0]·(−P^-1); X += P_even·m, Y += P_odd·m: afterwards X[0] = 0.
+    static __device__ __forceinline__ void reduce_step(uint32_t (&x)[N + 1], uint32_t (&y)[N + 1]) {
+        const uint32_t m = x[0] * C::M0;
+        uint32_t p[N];
 #pragma unroll
-        for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(x[j]), "r"(y));
-        asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-        asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+        for (int j = 0; j < N; j++) p[j] = C::p(j);
+        chain<false, 1>(y, p, m);
+        chain<false, 0>(x, p, m);
     }
-    // t[1..N+1] += hi(x[j]·y) at word j + 1.
-    static __device__ __forceinline__ void mad_hi_chain(uint32_t (&t)[N + 2], const uint32_t (&x)[N], uint32_t y) {
-        asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(x[0]), "r"(y));
+
+    // z[0..N] += Σ_k v[2k + ODD]·s at words 2k, 2k+1, as one carry chain of lo/hi pairs; with
+    // CARRY_IN the first step also takes the carry flag set just before.
+    template <bool CARRY_IN, int ODD>
+    static __device__ __forceinline__ void chain(uint32_t (&z)[N + 1], const uint32_t (&v)[N], uint32_t s) {
+        if (CARRY_IN)
+            madc_lo_cc(z[0], v[ODD], s);
+        else
+            mad_lo_cc(z[0], v[ODD], s);
+        madc_hi_cc(z[1], v[ODD], s);
 #pragma unroll
-        for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(x[j]), "r"(y));
-        asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+        for (int k = 1; k < N / 2; k++) {
+            madc_lo_cc(z[2 * k], v[2 * k + ODD], s);
+            madc_hi_cc(z[2 * k + 1], v[2 * k + ODD], s);
+        }
+        addc(z[N], 0);
     }
 
     // The out-of-line copy: fields with C::INLINE_MUL false (Fp) call it, which keeps nvcc's time

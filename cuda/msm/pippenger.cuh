@@ -149,7 +149,7 @@ __device__ __forceinline__ void buckets(const affine_t<F>* bases, const uint32_t
     xyzz_t<F> acc = xyzz_t<F>::inf();
     for (uint32_t p = start[j]; p < end[j]; p++) {
         uint32_t e = sorted[p];
-        affine_t<F> q = bases[e & ~MSM_SIGN_BIT];
+        affine_t<F> q = load_affine(&bases[e & ~MSM_SIGN_BIT]);
         if (e & MSM_SIGN_BIT) q.y = q.y.neg();
         acc.add_affine(q);
     }
@@ -206,7 +206,7 @@ __device__ __forceinline__ void sum_listed(const affine_t<F>* bases, const uint3
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     uint32_t stride = gridDim.x * blockDim.x;
     xyzz_t<F> acc = xyzz_t<F>::inf();
-    for (uint32_t k = t; k < *count; k += stride) acc.add_affine(bases[list[k]]);
+    for (uint32_t k = t; k < *count; k += stride) acc.add_affine(load_affine(&bases[list[k]]));
     out[t] = acc;
 }
 

@@ -17,6 +17,7 @@ use rand_core::OsRng;
 use super::device::{GpuDevice, GpuError};
 use super::msm::{msm, msm_device, DeviceBases, G1, G2};
 use super::ntt::Domain;
+use super::types::{AsDevice, DevFr};
 use crate::groth16::{
     BackendError, Density, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness,
 };
@@ -123,8 +124,18 @@ impl GpuBackend {
                 drop(h);
                 let g_l = msm(dev, &res.l, &w.aux)?;
                 let g_a = msm(dev, &res.a, &a_scalars)?;
-                let g_b1 = msm(dev, &res.b_g1, &b_scalars)?;
-                let g_b2 = res.b_g2.as_ref().map(|bases| msm(dev, bases, &b_scalars)).transpose()?;
+                // B's scalars go up once; the G2 MSM gets a device copy (each MSM converts its
+                // scalars in place).
+                let mut b1 = dev.upload_scalars_new(Fr::as_device(&b_scalars))?;
+                let g_b2 = match res.b_g2.as_ref() {
+                    Some(bases) => {
+                        let mut b2 = dev.alloc::<DevFr>(b_scalars.len())?;
+                        dev.stream().memcpy_dtod(&b1, &mut b2).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+                        Some(msm_device(dev, bases, &mut b2, b_scalars.len())?)
+                    }
+                    None => None,
+                };
+                let g_b1 = msm_device(dev, &res.b_g1, &mut b1, b_scalars.len())?;
                 Ok((g_h, g_l, g_a, g_b1, g_b2))
             })();
             (gpu, cpu.map(|t| t.join()))

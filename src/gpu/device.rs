@@ -5,15 +5,21 @@
 //! Every driver call goes through [`GpuDevice`] methods that name the call in the error.
 //! Dropping a `GpuDevice` frees its buffers and, with the last reference, the context.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
-    ValidAsZeroBits,
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DeviceRepr, LaunchConfig,
+    PinnedHostSlice, PushKernelArg, ValidAsZeroBits,
 };
+use rayon::prelude::*;
 use cudarc::nvrtc::Ptx;
 
 use super::kernels;
+use super::types::DevFr;
+
+/// Scalars per pinned staging buffer (32 MiB); two alternate, so the CPU fills one while the
+/// copy engine drains the other.
+const STAGING_CHUNK: usize = 1 << 20;
 
 /// Why a GPU operation failed. Every variant says which call failed and on which device.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -81,9 +87,7 @@ impl Gpu {
 
 /// Kernels looked up once per device.
 pub struct Kernels {
-    pub ntt_bitrev: CudaFunction,
-    pub ntt_smem: CudaFunction,
-    pub ntt_stage: CudaFunction,
+    pub ntt_pass: CudaFunction,
     pub fr_mul_powers: CudaFunction,
     pub fr_powers: CudaFunction,
     pub h_pointwise: CudaFunction,
@@ -107,6 +111,13 @@ pub struct CurveKernels {
     pub sum_listed: CudaFunction,
 }
 
+/// A pinned staging buffer and the event recorded after the copy that last read it (cudarc
+/// records none itself while event tracking is off, so `as_mut_slice` would not wait).
+struct Staging {
+    buf: PinnedHostSlice<DevFr>,
+    copied: CudaEvent,
+}
+
 /// One opened CUDA device.
 pub struct GpuDevice {
     ordinal: usize,
@@ -115,6 +126,8 @@ pub struct GpuDevice {
     stream: Arc<CudaStream>,
     _module: Arc<CudaModule>,
     pub(crate) k: Kernels,
+    /// Pinned buffers for [`GpuDevice::upload_scalars`], made on first use.
+    staging: Mutex<Option<[Staging; 2]>>,
 }
 
 impl GpuDevice {
@@ -151,9 +164,7 @@ impl GpuDevice {
             })
         };
         let k = Kernels {
-            ntt_bitrev: f("ntt_bitrev")?,
-            ntt_smem: f("ntt_smem")?,
-            ntt_stage: f("ntt_stage")?,
+            ntt_pass: f("ntt_pass")?,
             fr_mul_powers: f("fr_mul_powers")?,
             fr_powers: f("fr_powers")?,
             h_pointwise: f("h_pointwise")?,
@@ -167,7 +178,7 @@ impl GpuDevice {
             g1: curve("g1")?,
             g2: curve("g2")?,
         };
-        Ok(GpuDevice { ordinal, name, ctx, stream, _module: module, k })
+        Ok(GpuDevice { ordinal, name, ctx, stream, _module: module, k, staging: Mutex::new(None) })
     }
 
     pub fn ordinal(&self) -> usize {
@@ -205,12 +216,63 @@ impl GpuDevice {
         self.stream.alloc_zeros::<T>(n.max(1)).map_err(|e| self.err("cuMemAllocAsync", e))
     }
 
+    /// A buffer of `n` elements that the caller fills before anything reads it.
+    pub(crate) fn alloc<T: DeviceRepr>(&self, n: usize) -> Result<CudaSlice<T>, GpuError> {
+        // SAFETY: uninitialized device memory; every caller writes all of it before reading.
+        unsafe { self.stream.alloc::<T>(n.max(1)) }.map_err(|e| self.err("cuMemAllocAsync", e))
+    }
+
     pub(crate) fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>, GpuError> {
         if host.is_empty() {
             // SAFETY: an unwritten one-element buffer that nothing reads.
             return unsafe { self.stream.alloc::<T>(1) }.map_err(|e| self.err("cuMemAllocAsync", e));
         }
         self.stream.clone_htod(host).map_err(|e| self.err("cuMemcpyHtoDAsync", e))
+    }
+
+    /// Copies scalars into `dst` through two pinned staging buffers: the CPU copies a chunk into
+    /// one (in parallel) while the DMA engine reads the other, several times faster than a
+    /// pageable copy, which the driver stages through a small buffer of its own.
+    pub(crate) fn upload_scalars(&self, host: &[DevFr], dst: &mut CudaViewMut<'_, DevFr>) -> Result<(), GpuError> {
+        if host.len() > dst.len() {
+            return Err(self.err("upload", format!("{} scalars into a buffer of {}", host.len(), dst.len())));
+        }
+        let mut guard = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() && host.len() >= STAGING_CHUNK {
+            let alloc = || -> Result<Staging, GpuError> {
+                Ok(Staging {
+                    // SAFETY: the buffer is written (below) before any copy reads it.
+                    buf: unsafe { self.ctx.alloc_pinned::<DevFr>(STAGING_CHUNK) }.map_err(|e| self.err("cuMemHostAlloc", e))?,
+                    copied: self.ctx.new_event(None).map_err(|e| self.err("cuEventCreate", e))?,
+                })
+            };
+            *guard = Some([alloc()?, alloc()?]);
+        }
+        for (i, chunk) in host.chunks(STAGING_CHUNK).enumerate() {
+            let at = i * STAGING_CHUNK;
+            let mut to = dst.slice_mut(at..at + chunk.len());
+            match guard.as_mut() {
+                Some(bufs) if chunk.len() == STAGING_CHUNK => {
+                    let st = &mut bufs[i % 2];
+                    // wait until the copy that last read this buffer has finished
+                    st.copied.synchronize().map_err(|e| self.err("cuEventSynchronize", e))?;
+                    let pinned = st.buf.as_mut_slice().map_err(|e| self.err("cuEventSynchronize", e))?;
+                    pinned.par_chunks_mut(STAGING_CHUNK / 16).zip(chunk.par_chunks(STAGING_CHUNK / 16)).for_each(|(d, s)| d.copy_from_slice(s));
+                    self.stream.memcpy_htod(&st.buf, &mut to).map_err(|e| self.err("cuMemcpyHtoDAsync", e))?;
+                    st.copied.record(&self.stream).map_err(|e| self.err("cuEventRecord", e))?;
+                }
+                // the tail (or a small upload): one pageable copy
+                _ => self.stream.memcpy_htod(chunk, &mut to).map_err(|e| self.err("cuMemcpyHtoDAsync", e))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A new device buffer holding `host`, uploaded through the pinned staging buffers.
+    pub(crate) fn upload_scalars_new(&self, host: &[DevFr]) -> Result<CudaSlice<DevFr>, GpuError> {
+        let mut buf = self.alloc::<DevFr>(host.len())?;
+        self.upload_scalars(host, &mut buf.slice_mut(..host.len()))?;
+        Ok(buf)
     }
 
     pub(crate) fn download<T: DeviceRepr + Default + Clone>(
@@ -246,6 +308,13 @@ impl GpuDevice {
         end.synchronize().map_err(|e| self.err("cuEventSynchronize", e))?;
         let ms = start.elapsed_ms(&end).map_err(|e| self.err("cuEventElapsedTime", e))?;
         Ok((out, ms))
+    }
+}
+
+impl Drop for GpuDevice {
+    fn drop(&mut self) {
+        // Staging buffers are freed after this: no copy may still be reading them.
+        let _ = self.stream.synchronize();
     }
 }
 

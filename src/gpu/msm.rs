@@ -20,14 +20,17 @@ const SCAN_THREADS: u32 = 1024;
 /// Window bits are clamp(lg(1.5·n) − 8, MIN, MAX) for n scalars on the windowed path.
 const MIN_WINDOW_BITS: u32 = 4;
 const MAX_WINDOW_BITS: u32 = 16;
-/// Bucket runs per window in the segment step (a power of two ≤ the bucket count).
-const SEGMENTS_PER_WINDOW: u32 = 256;
+/// Threads the segment step aims for (one per run of buckets; 2^15 fills the H200's SMs, where
+/// 256 runs a window left each of 4096 threads a serial chain of 256 additions at c = 16).
+const SEGMENT_THREADS: u32 = 1 << 15;
+/// Fewest buckets in one run of the segment step.
+const MIN_SEGMENT: u32 = 8;
 /// Threads summing the points whose scalar is 1 (each a grid-stride partial sum).
 const ONES_THREADS: u32 = 1 << 16;
 /// Threads per block of the point kernels and of the index kernels.
 const POINT_BLOCK: u32 = 128;
 const INDEX_BLOCK: u32 = 256;
-const _: () = assert!(SEGMENTS_PER_WINDOW.is_power_of_two() && ONES_THREADS % POINT_BLOCK == 0);
+const _: () = assert!(ONES_THREADS % POINT_BLOCK == 0);
 const _: () = assert!(MAX_WINDOW_BITS < 31, "sign bit and bucket index share a u32");
 
 /// With `SNARKD_GPU_TRACE=1`, each MSM step is synchronized and its time printed to stderr
@@ -120,6 +123,30 @@ impl<C: Curve> DeviceBases<C> {
         dev.reserve("msm bases", (bases.len() * std::mem::size_of::<C::DevAffine>()) as u64)?;
         Ok(DeviceBases { buf: dev.upload(C::Affine::as_device(bases))?, len: bases.len(), _curve: PhantomData })
     }
+    /// `n` bases made on the device by repeating `distinct`, for benchmarks of shapes whose real
+    /// parameters would take the host minutes to make (an MSM's work does not depend on the
+    /// bases being distinct).
+    pub fn tiled(dev: &GpuDevice, distinct: &[C::Affine], n: usize) -> Result<Self, GpuError> {
+        let d = distinct.len().min(n);
+        if d == 0 {
+            return Err(dev.err("msm", "tiled bases need at least one point"));
+        }
+        dev.reserve("msm bases", (n * std::mem::size_of::<C::DevAffine>()) as u64)?;
+        let mut buf = dev.alloc::<C::DevAffine>(n)?;
+        dev.stream()
+            .memcpy_htod(&C::Affine::as_device(distinct)[..d], &mut buf.slice_mut(..d))
+            .map_err(|e| dev.err("cuMemcpyHtoDAsync", e))?;
+        let mut filled = d;
+        while filled < n {
+            let k = filled.min(n - filled);
+            let (done, mut rest) = buf.split_at_mut(filled);
+            dev.stream()
+                .memcpy_dtod(&done.slice(..k), &mut rest.slice_mut(..k))
+                .map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+            filled += k;
+        }
+        Ok(DeviceBases { buf, len: n, _curve: PhantomData })
+    }
     pub fn len(&self) -> usize {
         self.len
     }
@@ -137,9 +164,22 @@ pub fn window_bits(n: usize) -> u32 {
     lg.clamp(MIN_WINDOW_BITS as i64, MAX_WINDOW_BITS as i64) as u32
 }
 
+/// `SNARKD_MSM_WINDOW` (4..=22), for comparing window widths in benchmarks; unset in production.
+fn tuned_window() -> Option<u32> {
+    static W: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *W.get_or_init(|| {
+        std::env::var("SNARKD_MSM_WINDOW").ok().and_then(|v| v.parse().ok()).filter(|c| (MIN_WINDOW_BITS..=22).contains(c))
+    })
+}
+
+/// Runs of buckets per window in the segment step: a power of two, so it divides the bucket count.
+fn segments_per_window(nbuckets: u32, nwin: u32) -> u32 {
+    (SEGMENT_THREADS / nwin).max(1).next_power_of_two().min((nbuckets / MIN_SEGMENT).max(1))
+}
+
 /// Σ scalars[i] · bases[i] for host scalars (Montgomery, as blstrs holds them).
 pub fn msm<C: Curve>(dev: &GpuDevice, bases: &DeviceBases<C>, scalars: &[Fr]) -> Result<C::Projective, GpuError> {
-    let mut s = dev.upload(Fr::as_device(scalars))?;
+    let mut s = dev.upload_scalars_new(Fr::as_device(scalars))?;
     msm_device(dev, bases, &mut s, scalars.len())
 }
 
@@ -206,7 +246,7 @@ fn windowed<C: Curve>(
     trace: &mut Trace,
 ) -> Result<C::Projective, GpuError> {
     let ck = C::kernels(&dev.k);
-    let c = window_bits(n_big);
+    let c = tuned_window().unwrap_or_else(|| window_bits(n_big));
     let nwin = SCALAR_BITS.div_ceil(c);
     let nbuckets = 1u32 << (c - 1);
     let keys = nwin * nbuckets;
@@ -286,7 +326,7 @@ fn windowed<C: Curve>(
         .run((blocks(keys as u64, POINT_BLOCK), 1), POINT_BLOCK)?;
     trace.mark(dev, "buckets")?;
     drop((sorted, start, cursor, ntask, task_off, task_lo, task_hi, partial));
-    let nseg = SEGMENTS_PER_WINDOW.min(nbuckets);
+    let nseg = segments_per_window(nbuckets, nwin);
     let mut seg = dev.zeros::<C::DevXyzz>((nseg * nwin) as usize)?;
     dev.launch(&ck.segments, "msm_segments")
         .arg(&bk)

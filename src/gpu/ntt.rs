@@ -3,6 +3,8 @@
 //!
 //! h = icoset_ntt((coset_ntt(intt(a)) · coset_ntt(intt(b)) − coset_ntt(intt(c))) · (g^m − 1)^-1),
 //! with the m^-1 of each inverse transform folded into the coset multiplication that follows it.
+//! Each transform is a few passes of `ntt_pass` (cuda/ntt/ntt.cuh), up to ten radix-2 stages a
+//! pass in shared memory: 2^24 takes three passes over memory instead of one per stage.
 
 use blstrs::Scalar as Fr;
 use cudarc::driver::CudaSlice;
@@ -11,14 +13,72 @@ use ff::{Field, PrimeField};
 use super::device::{blocks, GpuDevice, GpuError};
 use super::types::{AsDevice, DevFr};
 
-/* must match NTT_SMEM_LOG and NTT_TW_LO_BITS in cuda/ntt/ntt.cuh */
-const SMEM_LOG: u32 = 10;
+/* must match NTT_PASS_LOG, NTT_TW_LO_BITS and the NTT_* flags in cuda/ntt/ntt.cuh */
+const PASS_LOG: u32 = 10;
 const TW_LO_BITS: u32 = 12;
+const DIF: u32 = 1;
+const GATHER: u32 = 2;
+const SCATTER: u32 = 4;
+const SCALE_IN: u32 = 8;
+const SCALE_OUT: u32 = 16;
+const SCALE_BREV: u32 = 32;
+/// Most stages of one pass after the first: fewer leaves each block more consecutive columns
+/// (L = 2^(PASS_LOG − stages)), so that a warp's loads stay runs of ≥ 64 bytes.
+const LATER_PASS_MAX: u32 = 9;
 /// Threads per block of the elementwise kernels.
 const BLOCK: u32 = 256;
 /// Largest domain the two-level tables (and Fr's 2-adicity) serve.
 pub const MAX_LOG_N: u32 = 31;
 const _: () = assert!(MAX_LOG_N <= Fr::S);
+
+/// The passes of a 2^log_n transform, as (first stage, stages), in ascending stage order: the
+/// first covers stages 0..min(PASS_LOG, log_n), the rest split what is left evenly.
+fn pass_plan(log_n: u32) -> Vec<(u32, u32)> {
+    let first = log_n.min(PASS_LOG);
+    let mut plan = vec![(0, first)];
+    let rest = log_n - first;
+    let n = rest.div_ceil(LATER_PASS_MAX);
+    let mut st0 = first;
+    for i in 0..n {
+        let nst = rest / n + u32::from(i < rest % n);
+        plan.push((st0, nst));
+        st0 += nst;
+    }
+    plan.retain(|&(_, nst)| nst > 0);
+    plan
+}
+
+/// The launches of one transform as (first stage, stages, flags), in launch order: DIT passes
+/// ascend, DIF passes descend; `first` goes to the first launch and `last` to the last.
+fn schedule(log_n: u32, dif: bool, first: u32, last: u32) -> Vec<(u32, u32, u32)> {
+    let mut plan = pass_plan(log_n);
+    if dif {
+        plan.reverse();
+    }
+    let count = plan.len();
+    plan.into_iter()
+        .enumerate()
+        .map(|(i, (st0, nst))| {
+            let mut flags = if dif { DIF } else { 0 };
+            if i == 0 {
+                flags |= first;
+            }
+            if i + 1 == count {
+                flags |= last;
+            }
+            (st0, nst, flags)
+        })
+        .collect()
+}
+
+/// log2 of the consecutive columns one block of a pass takes (ntt_pass's log_l).
+fn columns_log(st0: u32, nst: u32) -> u32 {
+    if st0 == 0 {
+        0
+    } else {
+        st0.min(PASS_LOG - nst)
+    }
+}
 
 /// Which transform [`ntt`] applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,27 +188,51 @@ impl Domain {
         1 << self.log_n
     }
 
-    /// The in-order radix-2 transform with twiddles `tw`, in place on the first m elements.
-    fn transform(&self, dev: &GpuDevice, x: &mut CudaSlice<DevFr>, tw: &CudaSlice<DevFr>) -> Result<(), GpuError> {
+    /// Runs every pass of one transform over the first m elements: DIT (stages ascending) or DIF
+    /// (descending). `input` is read by the first pass and the result lands in `output`, which may
+    /// be the same buffer unless a pass permutes. `first` and `last` are extra flags (and their
+    /// powers table) for the first and the last pass.
+    #[allow(clippy::too_many_arguments)]
+    fn passes(
+        &self,
+        dev: &GpuDevice,
+        input: &CudaSlice<DevFr>,
+        output: &CudaSlice<DevFr>,
+        tw: &CudaSlice<DevFr>,
+        dif: bool,
+        first: (u32, Option<&Powers>),
+        last: (u32, Option<&Powers>),
+    ) -> Result<(), GpuError> {
         let log_n = self.log_n;
-        if log_n == 0 {
-            return Ok(());
-        }
-        let m = 1u64 << log_n;
-        dev.launch(&dev.k.ntt_bitrev, "ntt_bitrev").arg(x).arg(&log_n).run((blocks(m, BLOCK), 1), BLOCK)?;
-        let log_c = log_n.min(SMEM_LOG);
-        dev.launch(&dev.k.ntt_smem, "ntt_smem")
-            .arg(x)
-            .arg(&log_n)
-            .arg(tw)
-            .run(((m >> log_c) as u32, 1), 1 << (log_c - 1))?;
-        for st in log_c..log_n {
-            dev.launch(&dev.k.ntt_stage, "ntt_stage")
-                .arg(x)
+        for (i, (st0, nst, flags)) in schedule(log_n, dif, first.0, last.0).into_iter().enumerate() {
+            if flags & SCALE_IN != 0 && flags & SCALE_OUT != 0 {
+                return Err(dev.err("ntt", "one pass cannot scale both its loads and its stores"));
+            }
+            let pw = if flags & SCALE_IN != 0 {
+                first.1
+            } else if flags & SCALE_OUT != 0 {
+                last.1
+            } else {
+                None
+            };
+            let src = if i == 0 { input } else { output };
+            let pw = pw.unwrap_or(&self.scale);
+            let log_l = columns_log(st0, nst);
+            let threads = 1u32 << (nst + log_l - 1);
+            let grid = (1u64 << (log_n - nst - log_l)) as u32;
+            // In-place passes hand the same buffer as `in` and `out`: each block reads all of its
+            // elements before it writes any, and no two blocks share an element.
+            dev.launch(&dev.k.ntt_pass, "ntt_pass")
+                .arg(src)
+                .arg(output)
                 .arg(&log_n)
-                .arg(&st)
+                .arg(&st0)
+                .arg(&nst)
                 .arg(tw)
-                .run((blocks(m / 2, BLOCK), 1), BLOCK)?;
+                .arg(&flags)
+                .arg(&pw.lo)
+                .arg(&pw.hi)
+                .run((grid, 1), threads)?;
         }
         Ok(())
     }
@@ -163,35 +247,40 @@ impl Domain {
             .run((blocks(m, BLOCK), 1), BLOCK)
     }
 
-    /// Applies `kind` in place to the first m elements of a device buffer.
+    /// Applies `kind` in place to the first m elements of a device buffer: DIT passes whose first
+    /// loads bit-reverse (out of place, into a scratch buffer that then takes `x`'s place), with
+    /// the coset shift fused into those loads and the scaling into the last stores.
     pub(crate) fn apply(&self, dev: &GpuDevice, x: &mut CudaSlice<DevFr>, kind: NttKind) -> Result<(), GpuError> {
-        match kind {
-            NttKind::Forward => self.transform(dev, x, &self.fwd),
-            NttKind::Inverse => {
-                self.transform(dev, x, &self.inv)?;
-                self.mul_powers(dev, x, &self.scale)
-            }
-            NttKind::CosetForward => {
-                self.mul_powers(dev, x, &self.coset)?;
-                self.transform(dev, x, &self.fwd)
-            }
-            NttKind::CosetInverse => {
-                self.transform(dev, x, &self.inv)?;
-                self.mul_powers(dev, x, &self.out_of_coset)
-            }
+        if self.log_n == 0 {
+            // m = 1: m^-1 = g^0 = 1, every kind is the identity
+            return Ok(());
         }
+        let (tw, first, last) = match kind {
+            NttKind::Forward => (&self.fwd, (0, None), (0, None)),
+            NttKind::Inverse => (&self.inv, (0, None), (SCALE_OUT, Some(&self.scale))),
+            NttKind::CosetForward => (&self.fwd, (SCALE_IN | SCALE_BREV, Some(&self.coset)), (0, None)),
+            NttKind::CosetInverse => (&self.inv, (0, None), (SCALE_OUT, Some(&self.out_of_coset))),
+        };
+        let m = self.size();
+        let mut out = dev.alloc::<DevFr>(m)?;
+        self.passes(dev, x, &out, tw, false, (first.0 | GATHER, first.1), last)?;
+        if x.len() == m {
+            std::mem::swap(x, &mut out);
+        } else {
+            dev.stream().memcpy_dtod(&out, &mut x.slice_mut(..m)).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+        }
+        Ok(())
     }
 
-    /// Uploads `v` zero-padded to m elements.
+    /// Uploads `v` zero-padded to m elements (through the pinned staging buffers).
     pub(crate) fn upload_padded(&self, dev: &GpuDevice, v: &[Fr]) -> Result<CudaSlice<DevFr>, GpuError> {
         if v.len() > self.size() {
             return Err(dev.err("upload", format!("{} values exceed domain {}", v.len(), self.size())));
         }
-        let mut buf = dev.zeros::<DevFr>(self.size())?;
-        if !v.is_empty() {
-            dev.stream()
-                .memcpy_htod(Fr::as_device(v), &mut buf.slice_mut(..v.len()))
-                .map_err(|e| dev.err("cuMemcpyHtoDAsync", e))?;
+        let mut buf = dev.alloc::<DevFr>(self.size())?;
+        dev.upload_scalars(Fr::as_device(v), &mut buf.slice_mut(..v.len()))?;
+        if v.len() < self.size() {
+            dev.stream().memset_zeros(&mut buf.slice_mut(v.len()..)).map_err(|e| dev.err("cuMemsetD8Async", e))?;
         }
         Ok(buf)
     }
@@ -204,18 +293,29 @@ impl Domain {
     }
 
     /// [`Domain::h`] from a, b, c already on the device (zero-padded to m).
+    ///
+    /// Each of a, b, c goes to the coset in place: a DIF inverse transform leaves the coefficients
+    /// bit-reversed (its last stores multiply by m^-1·g^i at the coefficient's index i), and a DIT
+    /// forward transform takes them back to natural order. Only the last inverse transform
+    /// permutes, into b's buffer.
     pub(crate) fn h_on_device(
         &self,
         dev: &GpuDevice,
         mut bufs: [CudaSlice<DevFr>; 3],
     ) -> Result<CudaSlice<DevFr>, GpuError> {
-        for x in bufs.iter_mut() {
-            self.transform(dev, x, &self.inv)?;
-            self.mul_powers(dev, x, &self.into_coset)?;
-            self.transform(dev, x, &self.fwd)?;
-        }
-        let [mut a, b, c] = bufs;
         let m = self.size() as u64;
+        if let Some(x) = bufs.iter().find(|x| (x.len() as u64) < m) {
+            return Err(dev.err("h", format!("buffer of {} for domain {m}", x.len())));
+        }
+        for x in bufs.iter_mut() {
+            if self.log_n == 0 {
+                self.mul_powers(dev, x, &self.into_coset)?;
+            } else {
+                self.passes(dev, x, x, &self.inv, true, (0, None), (SCALE_OUT | SCALE_BREV, Some(&self.into_coset)))?;
+                self.passes(dev, x, x, &self.fwd, false, (0, None), (0, None))?;
+            }
+        }
+        let [mut a, mut b, c] = bufs;
         let z_inv = DevFr::from_scalar(&self.z_inv);
         dev.launch(&dev.k.h_pointwise, "h_pointwise")
             .arg(&mut a)
@@ -224,10 +324,19 @@ impl Domain {
             .arg(&m)
             .arg(&z_inv)
             .run((blocks(m, BLOCK), 1), BLOCK)?;
-        drop((b, c));
-        self.transform(dev, &mut a, &self.inv)?;
-        self.mul_powers(dev, &mut a, &self.out_of_coset)?;
-        Ok(a)
+        drop(c);
+        if self.log_n == 0 {
+            self.mul_powers(dev, &mut a, &self.out_of_coset)?;
+            return Ok(a);
+        }
+        self.passes(dev, &a, &b, &self.inv, true, (0, None), (SCATTER | SCALE_OUT | SCALE_BREV, Some(&self.out_of_coset)))?;
+        if b.len() as u64 > m {
+            // the tail past m must read as zeros, as a's did
+            dev.stream()
+                .memcpy_dtod(&a.slice(m as usize..), &mut b.slice_mut(m as usize..))
+                .map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+        }
+        Ok(b)
     }
 }
 
@@ -252,4 +361,171 @@ pub fn h_poly(dev: &GpuDevice, a: &[Fr], b: &[Fr], c: &[Fr]) -> Result<Vec<Fr>, 
     let h = dom.h(dev, a, b, c)?;
     let m = dom.size();
     Ok(dev.download(&h, m - 1)?.into_iter().map(DevFr::to_scalar).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The pass schedule and ntt_pass's indexing, run on the CPU: a line-by-line port of the
+    //! kernel, checked against the CPU prover's domain (itself checked against bellperson).
+    use super::*;
+    use crate::groth16::ntt::Domain as CpuDomain;
+    use rand::{rngs::StdRng, SeedableRng};
+
+    fn brev(i: u64, log_n: u32) -> u64 {
+        if log_n == 0 {
+            0
+        } else {
+            i.reverse_bits() >> (64 - log_n)
+        }
+    }
+
+    /// ntt_pass for every block; `input` is a copy, so in-place passes read what the kernel reads.
+    #[allow(clippy::too_many_arguments)]
+    fn emulate_pass(input: &[Fr], out: &mut [Fr], log_n: u32, st0: u32, nst: u32, tw: &[Fr], flags: u32, pw: &dyn Fn(u64) -> Fr) {
+        let log_l = columns_log(st0, nst);
+        let cols_log = st0 - log_l;
+        let half = 1u32 << (nst + log_l - 1);
+        let lmask = (1u32 << log_l) - 1;
+        for b in 0..(1u64 << (log_n - nst - log_l)) {
+            let hi = b >> cols_log;
+            let lo_base = ((b & ((1 << cols_log) - 1)) as u32) << log_l;
+            let pos = |e: u32| (hi << (st0 + nst)) | (((e >> log_l) as u64) << st0) | (lo_base + (e & lmask)) as u64;
+            let mut s = vec![Fr::ZERO; 2 * half as usize];
+            for e in 0..2 * half {
+                let p = pos(e);
+                let mut v = input[if flags & GATHER != 0 { brev(p, log_n) } else { p } as usize];
+                if flags & SCALE_IN != 0 {
+                    v *= pw(if flags & SCALE_BREV != 0 { brev(p, log_n) } else { p });
+                }
+                s[e as usize] = v;
+            }
+            let dif = flags & DIF != 0;
+            for i in 0..nst {
+                let st = if dif { nst - 1 - i } else { i };
+                for t in 0..half {
+                    let l = t & lmask;
+                    let kk = t >> log_l;
+                    let k0 = ((kk >> st) << (st + 1)) | (kk & ((1 << st) - 1));
+                    let e0 = ((k0 << log_l) | l) as usize;
+                    let e1 = e0 | (1 << (st + log_l));
+                    let gst = st0 + st;
+                    let (u, v) = (s[e0], s[e1]);
+                    let (u, v) = if gst == 0 {
+                        (u + v, u - v)
+                    } else {
+                        let j = (((k0 & ((1 << st) - 1)) as u64) << st0) | (lo_base + l) as u64;
+                        let w = tw[(j << (log_n - 1 - gst)) as usize];
+                        if dif {
+                            (u + v, (u - v) * w)
+                        } else {
+                            (u + v * w, u - v * w)
+                        }
+                    };
+                    s[e0] = u;
+                    s[e1] = v;
+                }
+            }
+            for e in 0..2 * half {
+                let p = pos(e);
+                let mut v = s[e as usize];
+                if flags & SCALE_OUT != 0 {
+                    v *= pw(if flags & SCALE_BREV != 0 { brev(p, log_n) } else { p });
+                }
+                out[if flags & SCATTER != 0 { brev(p, log_n) } else { p } as usize] = v;
+            }
+        }
+    }
+
+    fn omega(log_n: u32) -> Fr {
+        (log_n..Fr::S).fold(Fr::ROOT_OF_UNITY, |w, _| w.square())
+    }
+
+    /// The launches of `passes` on the CPU.
+    fn emulate(x: &mut Vec<Fr>, out_of_place: bool, log_n: u32, inverse: bool, dif: bool, first: (u32, Option<&dyn Fn(u64) -> Fr>), last: (u32, Option<&dyn Fn(u64) -> Fr>)) {
+        let w = if inverse { omega(log_n).invert().unwrap() } else { omega(log_n) };
+        let tw: Vec<Fr> = (0..(1u64 << log_n) / 2).map(|e| w.pow_vartime([e])).collect();
+        let one = |_| Fr::ONE;
+        let mut out = x.clone();
+        for (i, (st0, nst, flags)) in schedule(log_n, dif, first.0, last.0).into_iter().enumerate() {
+            let pw = if flags & SCALE_IN != 0 { first.1 } else if flags & SCALE_OUT != 0 { last.1 } else { None };
+            let input = if i == 0 || !out_of_place { x.clone() } else { out.clone() };
+            emulate_pass(&input, &mut out, log_n, st0, nst, &tw, flags, pw.unwrap_or(&one));
+            if !out_of_place {
+                x.clone_from(&out);
+            }
+        }
+        *x = out;
+    }
+
+    #[test]
+    fn plans_cover_every_stage_once_in_passes_that_fit_a_block() {
+        for log_n in 1..=MAX_LOG_N {
+            let plan = pass_plan(log_n);
+            let mut next = 0;
+            for &(st0, nst) in &plan {
+                assert_eq!(st0, next, "2^{log_n}: {plan:?}");
+                assert!(nst >= 1 && nst + columns_log(st0, nst) <= PASS_LOG, "2^{log_n}: {plan:?}");
+                assert!(st0 == 0 || columns_log(st0, nst) >= 1 || nst == PASS_LOG, "2^{log_n}: {plan:?}");
+                next += nst;
+            }
+            assert_eq!(next, log_n);
+        }
+        assert_eq!(pass_plan(24), vec![(0, 10), (10, 7), (17, 7)]);
+        assert_eq!(pass_plan(27), vec![(0, 10), (10, 9), (19, 8)]);
+    }
+
+    #[test]
+    fn every_kind_and_h_match_the_cpu_domain_through_the_kernel_indexing() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let g = Fr::MULTIPLICATIVE_GENERATOR;
+        for log_n in [1u32, 2, 3, 5, 10, 11, 12, 20] {
+            let m = 1usize << log_n;
+            let cpu = CpuDomain::new(log_n);
+            let m_inv = Fr::from(m as u64).invert().unwrap();
+            let coset = move |i: u64| g.pow_vartime([i]);
+            let scale = move |_: u64| m_inv;
+            let out_of_coset = move |i: u64| m_inv * g.invert().unwrap().pow_vartime([i]);
+            let into_coset = move |i: u64| m_inv * g.pow_vartime([i]);
+            let v: Vec<Fr> = (0..m).map(|_| Fr::random(&mut rng)).collect();
+
+            let mut want = v.clone();
+            cpu.fft(&mut want);
+            let mut got = v.clone();
+            emulate(&mut got, true, log_n, false, false, (GATHER, None), (0, None));
+            assert!(got == want, "forward 2^{log_n}");
+
+            let mut want = v.clone();
+            cpu.ifft(&mut want);
+            let mut got = v.clone();
+            emulate(&mut got, true, log_n, true, false, (GATHER, None), (SCALE_OUT, Some(&scale)));
+            assert!(got == want, "inverse 2^{log_n}");
+
+            let mut want = v.clone();
+            cpu.coset_fft(&mut want);
+            let mut got = v.clone();
+            emulate(&mut got, true, log_n, false, false, (GATHER | SCALE_IN | SCALE_BREV, Some(&coset)), (0, None));
+            assert!(got == want, "coset forward 2^{log_n}");
+
+            let mut want = v.clone();
+            cpu.icoset_fft(&mut want);
+            let mut got = v.clone();
+            emulate(&mut got, true, log_n, true, false, (GATHER, None), (SCALE_OUT, Some(&out_of_coset)));
+            assert!(got == want, "coset inverse 2^{log_n}");
+
+            // h's route to the coset: DIF inverse (bit-reversed out, scaled at the coefficient's
+            // index), then DIT forward without a permutation; and back with a scattering DIF.
+            let mut want = v.clone();
+            cpu.ifft(&mut want);
+            cpu.coset_fft(&mut want);
+            let mut got = v.clone();
+            emulate(&mut got, false, log_n, true, true, (0, None), (SCALE_OUT | SCALE_BREV, Some(&into_coset)));
+            emulate(&mut got, false, log_n, false, false, (0, None), (0, None));
+            assert!(got == want, "to the coset 2^{log_n}");
+            let mut want = v.clone();
+            cpu.icoset_fft(&mut want);
+            let mut got = v.clone();
+            emulate(&mut got, true, log_n, true, true, (0, None), (SCATTER | SCALE_OUT | SCALE_BREV, Some(&out_of_coset)));
+            assert!(got == want, "from the coset 2^{log_n}");
+        }
+    }
 }

@@ -200,7 +200,7 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
     cpu_ntt(&mut r, w);
     check("cpu reference ntt = dft (n=16)".into(), r == dft, String::new());
 
-    for log_n in [0u32, 1, 5, 10, 11, 13] {
+    for log_n in [0u32, 1, 5, 10, 11, 13, 20] {
         for kind in [NttKind::Forward, NttKind::Inverse, NttKind::CosetForward, NttKind::CosetInverse] {
             let v = random_scalars(&mut rng, 1 << log_n, Distribution::Random);
             let mut want = v.clone();
@@ -212,7 +212,7 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
         }
     }
 
-    for n in [1usize, 2, 1000, 4097] {
+    for n in [1usize, 2, 1000, 4097, (1 << 20) + 1] {
         let a = random_scalars(&mut rng, n, Distribution::Random);
         let b = random_scalars(&mut rng, n, Distribution::Random);
         let c: Vec<Fr> = a.iter().zip(&b).map(|(x, y)| *x * *y).collect(); // a satisfied R1CS
@@ -286,17 +286,13 @@ fn median(mut t: Vec<f32>, what: String) -> BenchReport {
     BenchReport { what, median_ms: t[t.len() / 2], min_ms: t[0], max_ms: t[t.len() - 1] }
 }
 
-fn bench_bases<A: Copy>(distinct: Vec<A>, n: usize) -> Vec<A> {
-    (0..n).map(|i| distinct[i % distinct.len()]).collect()
-}
-
-/// G1 or G2 MSM of `n` scalars drawn from `dist`, bases resident. Two rows: the MSM from scalars
-/// already on the device (copied from a master buffer before each run, outside the timing) and
-/// the scalar upload from pageable host memory alone.
+/// G1 or G2 MSM of `n` scalars drawn from `dist`, bases resident. Three rows: the MSM from
+/// scalars already on the device (copied from a master buffer before each run, outside the
+/// timing), and the scalar upload alone from pageable host memory and through pinned staging.
 pub fn bench_msm(dev: &GpuDevice, n: usize, dist: Distribution, g2: bool) -> Result<Vec<BenchReport>, GpuError> {
     let mut rng = StdRng::seed_from_u64(n as u64);
     let scalars = random_scalars(&mut rng, n, dist);
-    let (mut tc, mut tu) = (Vec::new(), Vec::new());
+    let (mut tc, mut tu, mut ts) = (Vec::new(), Vec::new(), Vec::new());
     let master = dev.upload(Fr::as_device(&scalars))?;
     let mut run = |mut f: Box<dyn FnMut(&mut CudaSlice<DevFr>) -> Result<(), GpuError> + '_>| -> Result<(), GpuError> {
         for _ in 0..=BENCH_RUNS {
@@ -304,22 +300,26 @@ pub fn bench_msm(dev: &GpuDevice, n: usize, dist: Distribution, g2: bool) -> Res
             dev.stream().memcpy_dtod(&master, &mut s).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
             tc.push(dev.time_ms(|| f(&mut s))?.1);
             tu.push(dev.time_ms(|| dev.upload(Fr::as_device(&scalars)).map(drop))?.1);
+            ts.push(dev.time_ms(|| dev.upload_scalars_new(Fr::as_device(&scalars)).map(drop))?.1);
         }
         Ok(())
     };
     let curve = if g2 { "g2" } else { "g1" };
+    let distinct = BENCH_DISTINCT_BASES.min(n);
     if g2 {
-        let bases = DeviceBases::<G2>::upload(dev, &bench_bases(g2_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES.min(n))), n))?;
+        let bases = DeviceBases::<G2>::tiled(dev, &g2_affine(&random_points(&mut rng, distinct)), n)?;
         run(Box::new(|s| msm_device(dev, &bases, s, n).map(drop)))?;
     } else {
-        let bases = DeviceBases::<G1>::upload(dev, &bench_bases(g1_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES.min(n))), n))?;
+        let bases = DeviceBases::<G1>::tiled(dev, &g1_affine(&random_points(&mut rng, distinct)), n)?;
         run(Box::new(|s| msm_device(dev, &bases, s, n).map(drop)))?;
     }
-    tc.remove(0);
-    tu.remove(0);
+    for t in [&mut tc, &mut tu, &mut ts] {
+        t.remove(0);
+    }
     Ok(vec![
         median(tc, format!("{curve} msm n={n} {dist:?}, scalars on device")),
         median(tu, format!("{curve} scalar upload n={n} (pageable)")),
+        median(ts, format!("{curve} scalar upload n={n} (pinned staging)")),
     ])
 }
 
@@ -336,30 +336,84 @@ pub fn bench_ntt(dev: &GpuDevice, log_n: u32) -> Result<BenchReport, GpuError> {
     Ok(median(times, format!("fr ntt 2^{log_n}")))
 }
 
-/// The device part of one proof's biggest stages at domain 2^log_n: uploading a, b, c, h from
-/// them, and the H MSM over it (bases resident), each timed on its own.
-pub fn bench_prove_shape(dev: &GpuDevice, log_n: u32) -> Result<Vec<BenchReport>, GpuError> {
-    let mut rng = StdRng::seed_from_u64(log_n as u64 + 100);
-    let m = 1usize << log_n;
-    let a = random_scalars(&mut rng, m, Distribution::Random);
-    let b = random_scalars(&mut rng, m, Distribution::Random);
-    let c = random_scalars(&mut rng, m, Distribution::Random);
-    let dom = Domain::new(dev, log_n)?;
-    let bases = DeviceBases::<G1>::upload(dev, &bench_bases(g1_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES.min(m))), m - 1))?;
-    let (mut tu, mut th, mut tm) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..=BENCH_RUNS.min(3) {
-        let (bufs, t) = dev.time_ms(|| Ok([dom.upload_padded(dev, &a)?, dom.upload_padded(dev, &b)?, dom.upload_padded(dev, &c)?]))?;
-        tu.push(t);
-        let (mut h, t) = dev.time_ms(|| dom.h_on_device(dev, bufs))?;
-        th.push(t);
-        tm.push(dev.time_ms(|| msm_device(dev, &bases, &mut h, m - 1))?.1);
+/// A proof shape for `snarkctl bench prove --shape`.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub name: &'static str,
+    /// R1CS constraints (a, b, c lengths); the domain is the next power of two.
+    pub constraints: usize,
+    /// Auxiliary variables: the L MSM's length. The A, B_G1 and B_G2 MSMs are taken dense over
+    /// them (an upper bound: real density vectors drop some).
+    pub aux: usize,
+}
+
+/// One 32 GiB PoRep partition (constraint count from counting the blank circuit; a SHA-256-heavy
+/// circuit has about one auxiliary variable, a bit, per constraint).
+pub const POREP_32G: Shape = Shape { name: "porep-32g", constraints: 130_278_541, aux: 130_278_541 };
+
+/// The whole device stage of one proof of `shape`, as `GpuBackend` runs it, with random inputs
+/// of the right sizes: a, b, c uniform; the witness (L, A, B scalars) with the Filecoin mix;
+/// bases tiled from random points. One row per step, and the whole stage.
+pub fn bench_prove_shape(dev: &GpuDevice, shape: Shape) -> Result<Vec<BenchReport>, GpuError> {
+    let mut rng = StdRng::seed_from_u64(shape.constraints as u64);
+    let n = shape.constraints;
+    let a = random_scalars(&mut rng, n, Distribution::Random);
+    let b = random_scalars(&mut rng, n, Distribution::Random);
+    let c = random_scalars(&mut rng, n, Distribution::Random);
+    let aux = random_scalars(&mut rng, shape.aux, Distribution::Filecoin);
+    let dom = Domain::for_len(dev, n)?;
+    let m = dom.size();
+    let g1 = DeviceBases::<G1>::tiled(dev, &g1_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES)), (m - 1).max(shape.aux))?;
+    let g2 = DeviceBases::<G2>::tiled(dev, &g2_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES)), shape.aux)?;
+    const STEPS: [&str; 9] = [
+        "a, b, c upload (pinned staging)",
+        "h (7 ntt + pointwise)",
+        "H msm",
+        "L scalars upload",
+        "L msm",
+        "A upload + msm",
+        "B upload (once)",
+        "B_G1 msm",
+        "B_G2 msm",
+    ];
+    let mut t: Vec<Vec<f32>> = vec![Vec::new(); STEPS.len() + 1];
+    let aux_dev = Fr::as_device(&aux);
+    for _ in 0..=3 {
+        let mut step = Vec::new();
+        let (_, whole) = dev.time_ms(|| {
+            let (bufs, ms) = dev.time_ms(|| Ok([dom.upload_padded(dev, &a)?, dom.upload_padded(dev, &b)?, dom.upload_padded(dev, &c)?]))?;
+            step.push(ms);
+            let (mut h, ms) = dev.time_ms(|| dom.h_on_device(dev, bufs))?;
+            step.push(ms);
+            step.push(dev.time_ms(|| msm_device(dev, &g1, &mut h, m - 1))?.1);
+            drop(h);
+            let (mut l, ms) = dev.time_ms(|| dev.upload_scalars_new(aux_dev))?;
+            step.push(ms);
+            step.push(dev.time_ms(|| msm_device(dev, &g1, &mut l, shape.aux))?.1);
+            drop(l);
+            step.push(dev.time_ms(|| msm(dev, &g1, &aux))?.1);
+            let (mut b1, ms) = dev.time_ms(|| {
+                let b1 = dev.upload_scalars_new(aux_dev)?;
+                let mut b2 = dev.alloc::<DevFr>(shape.aux)?;
+                dev.stream().memcpy_dtod(&b1, &mut b2).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+                Ok((b1, b2))
+            })?;
+            step.push(ms);
+            step.push(dev.time_ms(|| msm_device(dev, &g1, &mut b1.0, shape.aux))?.1);
+            step.push(dev.time_ms(|| msm_device(dev, &g2, &mut b1.1, shape.aux))?.1);
+            Ok(())
+        })?;
+        step.push(whole);
+        for (i, ms) in step.into_iter().enumerate() {
+            t[i].push(ms);
+        }
     }
-    tu.remove(0);
-    th.remove(0);
-    tm.remove(0);
-    Ok(vec![
-        median(tu, format!("a, b, c upload 2^{log_n} (pageable)")),
-        median(th, format!("h 2^{log_n} on device (7 ntt + pointwise)")),
-        median(tm, format!("h msm n=2^{log_n}-1")),
-    ])
+    Ok(t.into_iter()
+        .enumerate()
+        .map(|(i, mut v)| {
+            v.remove(0);
+            let what = STEPS.get(i).copied().unwrap_or("whole GPU stage");
+            median(v, format!("{} (domain 2^{}): {what}", shape.name, dom.size().trailing_zeros()))
+        })
+        .collect())
 }

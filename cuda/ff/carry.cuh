@@ -1,0 +1,37 @@
+// 32-bit multiply-add and add steps with the carry flag, as PTX on the device and as plain C++
+// on the host, where tests/ntt_mul_host.cpp checks the field arithmetic against big integers
+// without a GPU.
+//
+// On the device each step is one volatile asm statement: nvcc keeps them in program order and
+// emits nothing between them that writes the carry flag (the chains in mont.cuh rely on it).
+#pragma once
+#include <cstdint>
+
+#ifdef __CUDA_ARCH__
+#define CARRY_FN __device__ __forceinline__
+CARRY_FN uint32_t mul_lo(uint32_t a, uint32_t b) { return a * b; }
+CARRY_FN uint32_t mul_hi(uint32_t a, uint32_t b) { return __umulhi(a, b); }
+CARRY_FN void mad_lo_cc(uint32_t& d, uint32_t a, uint32_t b) { asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(d) : "r"(a), "r"(b)); }
+CARRY_FN void madc_lo_cc(uint32_t& d, uint32_t a, uint32_t b) { asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(d) : "r"(a), "r"(b)); }
+CARRY_FN void madc_hi_cc(uint32_t& d, uint32_t a, uint32_t b) { asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(d) : "r"(a), "r"(b)); }
+CARRY_FN void add_cc(uint32_t& d, uint32_t a) { asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(d) : "r"(a)); }
+CARRY_FN void addc_cc(uint32_t& d, uint32_t a) { asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(d) : "r"(a)); }
+CARRY_FN void addc(uint32_t& d, uint32_t a) { asm volatile("addc.u32 %0, %0, %1;" : "+r"(d) : "r"(a)); }
+#else
+#define CARRY_FN inline
+/* the emulated carry flag (host tests are single-threaded) */
+inline uint32_t carry_flag = 0;
+CARRY_FN uint32_t mul_lo(uint32_t a, uint32_t b) { return a * b; }
+CARRY_FN uint32_t mul_hi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
+CARRY_FN void add_with(uint32_t& d, uint64_t v) {
+    v += d;
+    d = (uint32_t)v;
+    carry_flag = (uint32_t)(v >> 32);
+}
+CARRY_FN void mad_lo_cc(uint32_t& d, uint32_t a, uint32_t b) { add_with(d, mul_lo(a, b)); }
+CARRY_FN void madc_lo_cc(uint32_t& d, uint32_t a, uint32_t b) { add_with(d, (uint64_t)mul_lo(a, b) + carry_flag); }
+CARRY_FN void madc_hi_cc(uint32_t& d, uint32_t a, uint32_t b) { add_with(d, (uint64_t)mul_hi(a, b) + carry_flag); }
+CARRY_FN void add_cc(uint32_t& d, uint32_t a) { add_with(d, a); }
+CARRY_FN void addc_cc(uint32_t& d, uint32_t a) { add_with(d, (uint64_t)a + carry_flag); }
+CARRY_FN void addc(uint32_t& d, uint32_t a) { d = d + a + carry_flag; }
+#endif

@@ -1,0 +1,38 @@
+// Host build of the field arithmetic in cuda/ff (the PTX carry steps emulated in carry.cuh), so
+// the Montgomery multiplication the kernels use is checked on machines without a GPU.
+// tests/field_host.rs compiles this with the system C++ compiler and feeds it pairs of field
+// elements; each input line is "fp|fr a0 .. aN-1 b0 .. bN-1" (hex u32 limbs, Montgomery form),
+// each output line the limbs of a·b, a + b and a − b.
+#define __device__
+#define __forceinline__ inline
+#define __noinline__
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+#include "../ff/bls12_381.cuh"
+
+template <class F>
+static void run(FILE* in) {
+    F a, b;
+    for (int i = 0; i < F::N; i++)
+        if (fscanf(in, "%x", &a.l[i]) != 1) return;
+    for (int i = 0; i < F::N; i++)
+        if (fscanf(in, "%x", &b.l[i]) != 1) return;
+    for (const F& r : {a * b, a + b, a - b}) {
+        for (int i = 0; i < F::N; i++) printf("%08x ", r.l[i]);
+    }
+    printf("\n");
+}
+
+int main() {
+    char field[8];
+    while (scanf("%7s", field) == 1) {
+        if (!strcmp(field, "fp"))
+            run<fp_t>(stdin);
+        else if (!strcmp(field, "fr"))
+            run<fr_t>(stdin);
+        else
+            return 2;
+    }
+    return 0;
+}
