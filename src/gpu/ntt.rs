@@ -71,6 +71,30 @@ fn schedule(log_n: u32, dif: bool, first: u32, last: u32) -> Vec<(u32, u32, u32)
         .collect()
 }
 
+/// The powers a pass multiplies by (tables of [`Domain`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Table {
+    /// m^-1
+    Scale,
+    /// g^i
+    Coset,
+    /// m^-1·g^i
+    IntoCoset,
+    /// m^-1·g^-i
+    OutOfCoset,
+}
+
+/// How [`Domain::apply`] runs `kind` as DIT passes: inverse twiddles or not, and the flags (with
+/// the table they scale by) of the first and the last pass. The first pass bit-reverses its loads.
+fn kind_plan(kind: NttKind) -> (bool, (u32, Option<Table>), (u32, Option<Table>)) {
+    match kind {
+        NttKind::Forward => (false, (GATHER, None), (0, None)),
+        NttKind::Inverse => (true, (GATHER, None), (SCALE_OUT, Some(Table::Scale))),
+        NttKind::CosetForward => (false, (GATHER | SCALE_IN | SCALE_BREV, Some(Table::Coset)), (0, None)),
+        NttKind::CosetInverse => (true, (GATHER, None), (SCALE_OUT, Some(Table::OutOfCoset))),
+    }
+}
+
 /// log2 of the consecutive columns one block of a pass takes (ntt_pass's log_l).
 fn columns_log(st0: u32, nst: u32) -> u32 {
     if st0 == 0 {
@@ -237,6 +261,15 @@ impl Domain {
         Ok(())
     }
 
+    fn table(&self, t: Table) -> &Powers {
+        match t {
+            Table::Scale => &self.scale,
+            Table::Coset => &self.coset,
+            Table::IntoCoset => &self.into_coset,
+            Table::OutOfCoset => &self.out_of_coset,
+        }
+    }
+
     fn mul_powers(&self, dev: &GpuDevice, x: &mut CudaSlice<DevFr>, p: &Powers) -> Result<(), GpuError> {
         let m = self.size() as u64;
         dev.launch(&dev.k.fr_mul_powers, "fr_mul_powers")
@@ -255,15 +288,12 @@ impl Domain {
             // m = 1: m^-1 = g^0 = 1, every kind is the identity
             return Ok(());
         }
-        let (tw, first, last) = match kind {
-            NttKind::Forward => (&self.fwd, (0, None), (0, None)),
-            NttKind::Inverse => (&self.inv, (0, None), (SCALE_OUT, Some(&self.scale))),
-            NttKind::CosetForward => (&self.fwd, (SCALE_IN | SCALE_BREV, Some(&self.coset)), (0, None)),
-            NttKind::CosetInverse => (&self.inv, (0, None), (SCALE_OUT, Some(&self.out_of_coset))),
-        };
+        let (inverse, first, last) = kind_plan(kind);
+        let tw = if inverse { &self.inv } else { &self.fwd };
+        let (first, last) = ((first.0, first.1.map(|t| self.table(t))), (last.0, last.1.map(|t| self.table(t))));
         let m = self.size();
         let mut out = dev.alloc::<DevFr>(m)?;
-        self.passes(dev, x, &out, tw, false, (first.0 | GATHER, first.1), last)?;
+        self.passes(dev, x, &out, tw, false, first, last)?;
         if x.len() == m {
             std::mem::swap(x, &mut out);
         } else {
@@ -488,29 +518,27 @@ mod tests {
             let into_coset = move |i: u64| m_inv * g.pow_vartime([i]);
             let v: Vec<Fr> = (0..m).map(|_| Fr::random(&mut rng)).collect();
 
-            let mut want = v.clone();
-            cpu.fft(&mut want);
-            let mut got = v.clone();
-            emulate(&mut got, true, log_n, false, false, (GATHER, None), (0, None));
-            assert!(got == want, "forward 2^{log_n}");
-
-            let mut want = v.clone();
-            cpu.ifft(&mut want);
-            let mut got = v.clone();
-            emulate(&mut got, true, log_n, true, false, (GATHER, None), (SCALE_OUT, Some(&scale)));
-            assert!(got == want, "inverse 2^{log_n}");
-
-            let mut want = v.clone();
-            cpu.coset_fft(&mut want);
-            let mut got = v.clone();
-            emulate(&mut got, true, log_n, false, false, (GATHER | SCALE_IN | SCALE_BREV, Some(&coset)), (0, None));
-            assert!(got == want, "coset forward 2^{log_n}");
-
-            let mut want = v.clone();
-            cpu.icoset_fft(&mut want);
-            let mut got = v.clone();
-            emulate(&mut got, true, log_n, true, false, (GATHER, None), (SCALE_OUT, Some(&out_of_coset)));
-            assert!(got == want, "coset inverse 2^{log_n}");
+            let table = |t: Table| -> &dyn Fn(u64) -> Fr {
+                match t {
+                    Table::Scale => &scale,
+                    Table::Coset => &coset,
+                    Table::IntoCoset => &into_coset,
+                    Table::OutOfCoset => &out_of_coset,
+                }
+            };
+            for kind in [NttKind::Forward, NttKind::Inverse, NttKind::CosetForward, NttKind::CosetInverse] {
+                let mut want = v.clone();
+                match kind {
+                    NttKind::Forward => cpu.fft(&mut want),
+                    NttKind::Inverse => cpu.ifft(&mut want),
+                    NttKind::CosetForward => cpu.coset_fft(&mut want),
+                    NttKind::CosetInverse => cpu.icoset_fft(&mut want),
+                }
+                let (inverse, first, last) = kind_plan(kind);
+                let mut got = v.clone();
+                emulate(&mut got, true, log_n, inverse, false, (first.0, first.1.map(table)), (last.0, last.1.map(table)));
+                assert!(got == want, "{kind:?} 2^{log_n}");
+            }
 
             // h's route to the coset: DIF inverse (bit-reversed out, scaled at the coefficient's
             // index), then DIT forward without a permutation; and back with a scattering DIF.
