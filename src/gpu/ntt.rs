@@ -341,7 +341,7 @@ impl Domain {
             if self.log_n == 0 {
                 self.mul_powers(dev, x, &self.into_coset)?;
             } else {
-                self.passes(dev, x, x, &self.inv, true, (0, None), (SCALE_OUT | SCALE_BREV, Some(&self.into_coset)))?;
+                self.passes(dev, x, x, &self.inv, true, (0, None), (SCALE_OUT | SCALE_BREV, Some(self.table(Table::IntoCoset))))?;
                 self.passes(dev, x, x, &self.fwd, false, (0, None), (0, None))?;
             }
         }
