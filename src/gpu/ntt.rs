@@ -71,6 +71,19 @@ fn schedule(log_n: u32, dif: bool, first: u32, last: u32) -> Vec<(u32, u32, u32)
         .collect()
 }
 
+/// Which buffers pass `i` of `count` reads and writes, as (reads output, writes output): a pass
+/// that permutes must not run in place (its blocks would overwrite what others have yet to read).
+/// With SCATTER in `last`, every pass but the last runs in place on the input and the last writes
+/// the output; otherwise the first reads the input (and may GATHER) and the rest run in place on
+/// the output.
+fn pass_buffers(i: usize, count: usize, last: u32) -> (bool, bool) {
+    if last & SCATTER != 0 {
+        (false, i + 1 == count)
+    } else {
+        (i > 0, true)
+    }
+}
+
 /// The powers a pass multiplies by (tables of [`Domain`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Table {
@@ -228,7 +241,9 @@ impl Domain {
         last: (u32, Option<&Powers>),
     ) -> Result<(), GpuError> {
         let log_n = self.log_n;
-        for (i, (st0, nst, flags)) in schedule(log_n, dif, first.0, last.0).into_iter().enumerate() {
+        let plan = schedule(log_n, dif, first.0, last.0);
+        let count = plan.len();
+        for (i, (st0, nst, flags)) in plan.into_iter().enumerate() {
             if flags & SCALE_IN != 0 && flags & SCALE_OUT != 0 {
                 return Err(dev.err("ntt", "one pass cannot scale both its loads and its stores"));
             }
@@ -239,7 +254,11 @@ impl Domain {
             } else {
                 None
             };
-            let src = if i == 0 { input } else { output };
+            let (src, dst) = match pass_buffers(i, count, last.0) {
+                (false, true) => (input, output),
+                (false, false) => (input, input),
+                (true, _) => (output, output),
+            };
             let pw = pw.unwrap_or(&self.scale);
             let log_l = columns_log(st0, nst);
             let threads = 1u32 << (nst + log_l - 1);
@@ -248,7 +267,7 @@ impl Domain {
             // elements before it writes any, and no two blocks share an element.
             dev.launch(&dev.k.ntt_pass, "ntt_pass")
                 .arg(src)
-                .arg(output)
+                .arg(dst)
                 .arg(&log_n)
                 .arg(&st0)
                 .arg(&nst)
@@ -476,15 +495,27 @@ mod tests {
         let tw: Vec<Fr> = (0..(1u64 << log_n) / 2).map(|e| w.pow_vartime([e])).collect();
         let one = |_| Fr::ONE;
         let mut out = x.clone();
-        for (i, (st0, nst, flags)) in schedule(log_n, dif, first.0, last.0).into_iter().enumerate() {
+        // Buffers as `passes` picks them; a pass that permutes must read one and write the other.
+        let plan = schedule(log_n, dif, first.0, last.0);
+        let count = plan.len();
+        for (i, (st0, nst, flags)) in plan.into_iter().enumerate() {
             let pw = if flags & SCALE_IN != 0 { first.1 } else if flags & SCALE_OUT != 0 { last.1 } else { None };
-            let input = if i == 0 || !out_of_place { x.clone() } else { out.clone() };
-            emulate_pass(&input, &mut out, log_n, st0, nst, &tw, flags, pw.unwrap_or(&one));
-            if !out_of_place {
-                x.clone_from(&out);
+            let (reads_out, writes_out) = if out_of_place { pass_buffers(i, count, last.0) } else { (false, false) };
+            if flags & (GATHER | SCATTER) != 0 {
+                assert!(reads_out != writes_out, "pass {i} permutes in place");
+            }
+            let input = if reads_out { out.clone() } else { x.clone() };
+            let mut dst = if writes_out { out.clone() } else { x.clone() };
+            emulate_pass(&input, &mut dst, log_n, st0, nst, &tw, flags, pw.unwrap_or(&one));
+            if writes_out {
+                out = dst;
+            } else {
+                *x = dst;
             }
         }
-        *x = out;
+        if out_of_place {
+            *x = out;
+        }
     }
 
     #[test]
