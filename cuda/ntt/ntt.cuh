@@ -10,13 +10,16 @@
 //
 // One pass (ntt_pass) does stages st0 .. st0+nst−1 for one block of 2^NTT_PASS_LOG elements:
 // 2^nst rows (the index bits st0 .. st0+nst−1) × L columns (consecutive values of the bits below
-// st0, so a warp's loads are runs of L·32 bytes). Coset and scaling multiplications are fused
-// into the loads of the first pass or the stores of the last one.
+// st0, so a warp's loads are runs of L·32 bytes). Inside the pass each thread takes its stages
+// three at a time on eight elements in registers (ntt_group). Coset and scaling multiplications
+// are fused into the loads of the first pass or the stores of the last one.
 #pragma once
 #include "../ff/bls12_381.cuh"
 
 /* log2 of the elements one block holds in shared memory (32 B each: 32 KiB) */
 #define NTT_PASS_LOG 10
+/* log2 of the elements one thread holds in registers for a group of stages */
+#define NTT_RADIX_LOG 3
 /* low bits of a power's exponent served by the lo table */
 #define NTT_TW_LO_BITS 12
 
@@ -81,9 +84,62 @@ struct smem_fr {
     }
 };
 
-// Stages st0 .. st0+nst−1 of a transform of 2^log_n elements; blockDim.x = 2^(nst + log_l − 1)
-// where log_l = st0 ? min(st0, NTT_PASS_LOG − nst) : 0, one block per 2^(nst + log_l) elements.
-// `in` may equal `out` unless GATHER or SCATTER is set.
+// G stages of a pass in registers, for the butterfly groups t, t + T, ... of the block: a group is
+// the 2^G elements whose rows differ only in the bits s0 .. s0+G−1 (stages s0 .. s0+G−1 of the
+// pass, descending for DIF). A thread keeps up to 2^(G−1) independent butterflies in flight a
+// stage, and the block meets in shared memory once per G stages instead of once per stage.
+template <int G, bool DIF>
+__device__ __forceinline__ void ntt_group(const smem_fr& s, uint32_t t, uint32_t T, uint32_t ngroups, uint32_t s0,
+                                          uint32_t log_l, uint32_t st0, uint32_t log_n, uint32_t lo_base,
+                                          const fr_t* tw) {
+    const uint32_t low = s0 + log_l; /* element bits below the group's row bits */
+    const uint32_t lmask = (1u << log_l) - 1;
+    for (uint32_t q = t; q < ngroups; q += T) {
+        const uint32_t base = ((q >> low) << (low + G)) | (q & ((1u << low) - 1));
+        fr_t v[1 << G];
+#pragma unroll
+        for (int x = 0; x < (1 << G); x++) v[x] = s.get(base | ((uint32_t)x << low));
+        const uint32_t l = base & lmask;
+        const uint32_t k = base >> log_l; /* row of element x = 0; row bits s0.. of it are 0 */
+#pragma unroll
+        for (int ii = 0; ii < G; ii++) {
+            const int i = DIF ? G - 1 - ii : ii;
+            const uint32_t st = s0 + i; /* stage within the pass */
+            const uint32_t gst = st0 + st;
+#pragma unroll
+            for (int x = 0; x < (1 << G); x++) {
+                if (x & (1 << i)) continue;
+                const int y = x | (1 << i);
+                fr_t u = v[x], w_v = v[y];
+                if (gst == 0) {
+                    /* every twiddle of stage 0 is 1 */
+                    v[x] = u + w_v;
+                    v[y] = u - w_v;
+                    continue;
+                }
+                const uint32_t kx = k | ((uint32_t)x << s0); /* row of the lower element */
+                const uint64_t j = ((uint64_t)(kx & ((1u << st) - 1)) << st0) | (lo_base + l);
+                const fr_t w = load_fr_ro(&tw[j << (log_n - 1 - gst)]);
+                if (DIF) {
+                    v[x] = u + w_v;
+                    v[y] = (u - w_v) * w;
+                } else {
+                    w_v = w_v * w;
+                    v[x] = u + w_v;
+                    v[y] = u - w_v;
+                }
+            }
+        }
+#pragma unroll
+        for (int x = 0; x < (1 << G); x++) s.put(base | ((uint32_t)x << low), v[x]);
+    }
+}
+
+// Stages st0 .. st0+nst−1 of a transform of 2^log_n elements, one block per 2^(nst + log_l)
+// elements where log_l = st0 ? min(st0, NTT_PASS_LOG − nst) : 0; blockDim.x = that count over
+// 2^min(nst, NTT_RADIX_LOG). The stages go in groups of NTT_RADIX_LOG (ascending from stage 0 of
+// the pass; DIF takes the same groups from the top). `in` may equal `out` unless GATHER or SCATTER
+// is set.
 extern "C" __global__ void __launch_bounds__(1 << (NTT_PASS_LOG - 1))
 ntt_pass(const fr_t* in, fr_t* out, uint32_t log_n, uint32_t st0, uint32_t nst, const fr_t* tw, uint32_t flags,
          const fr_t* pw_lo, const fr_t* pw_hi) {
@@ -94,8 +150,8 @@ ntt_pass(const fr_t* in, fr_t* out, uint32_t log_n, uint32_t st0, uint32_t nst, 
     const uint64_t b = blockIdx.x;
     const uint64_t hi = b >> cols_log;
     const uint32_t lo_base = (uint32_t)(b & ((1u << cols_log) - 1)) << log_l;
-    const uint32_t half = 1u << (nst + log_l - 1);
-    const uint32_t t = threadIdx.x;
+    const uint32_t elems = 1u << (nst + log_l);
+    const uint32_t t = threadIdx.x, T = blockDim.x;
     const uint32_t lmask = (1u << log_l) - 1;
 
     // position of block element e = (row k, column l)
@@ -104,9 +160,7 @@ ntt_pass(const fr_t* in, fr_t* out, uint32_t log_n, uint32_t st0, uint32_t nst, 
         return (hi << (st0 + nst)) | ((uint64_t)k << st0) | (lo_base + l);
     };
 
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        uint32_t e = t + r * half;
+    for (uint32_t e = t; e < elems; e += T) {
         uint64_t p = pos(e);
         fr_t v = load_fr(&in[flags & NTT_GATHER ? brev_bits(p, log_n) : p]);
         if (flags & NTT_SCALE_IN) v = v * pow_at(pw_lo, pw_hi, flags & NTT_SCALE_BREV ? brev_bits(p, log_n) : p);
@@ -115,41 +169,24 @@ ntt_pass(const fr_t* in, fr_t* out, uint32_t log_n, uint32_t st0, uint32_t nst, 
     __syncthreads();
 
     const bool dif = flags & NTT_DIF;
-    for (uint32_t i = 0; i < nst; i++) {
-        const uint32_t st = dif ? nst - 1 - i : i; /* stage within the pass */
-        const uint32_t l = t & lmask;
-        const uint32_t kk = t >> log_l;
-        const uint32_t k0 = ((kk >> st) << (st + 1)) | (kk & ((1u << st) - 1));
-        const uint32_t e0 = (k0 << log_l) | l, e1 = e0 | (1u << (st + log_l));
-        const uint32_t gst = st0 + st; /* stage of the whole transform */
-        fr_t u = s.get(e0), v = s.get(e1);
-        if (gst == 0) {
-            /* every twiddle of stage 0 is 1 */
-            fr_t x = u + v;
-            v = u - v;
-            u = x;
+    const uint32_t ngrp = (nst + NTT_RADIX_LOG - 1) / NTT_RADIX_LOG;
+    for (uint32_t gi = 0; gi < ngrp; gi++) {
+        const uint32_t g_index = dif ? ngrp - 1 - gi : gi;
+        const uint32_t s0 = g_index * NTT_RADIX_LOG;
+        const uint32_t g = min((uint32_t)NTT_RADIX_LOG, nst - s0);
+        const uint32_t ngroups = elems >> g;
+        /* the butterfly pattern is fixed at compile time, so v[] stays in registers */
+#define NTT_GROUP(G, D) ntt_group<G, D>(s, t, T, ngroups, s0, log_l, st0, log_n, lo_base, tw)
+        if (dif) {
+            if (g == 3) NTT_GROUP(3, true); else if (g == 2) NTT_GROUP(2, true); else NTT_GROUP(1, true);
         } else {
-            const uint64_t j = ((uint64_t)(k0 & ((1u << st) - 1)) << st0) | (lo_base + l);
-            const fr_t w = load_fr_ro(&tw[j << (log_n - 1 - gst)]);
-            if (dif) {
-                fr_t x = u + v;
-                v = (u - v) * w;
-                u = x;
-            } else {
-                v = v * w;
-                fr_t x = u + v;
-                v = u - v;
-                u = x;
-            }
+            if (g == 3) NTT_GROUP(3, false); else if (g == 2) NTT_GROUP(2, false); else NTT_GROUP(1, false);
         }
-        s.put(e0, u);
-        s.put(e1, v);
+#undef NTT_GROUP
         __syncthreads();
     }
 
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        uint32_t e = t + r * half;
+    for (uint32_t e = t; e < elems; e += T) {
         uint64_t p = pos(e);
         fr_t v = s.get(e);
         if (flags & NTT_SCALE_OUT) v = v * pow_at(pw_lo, pw_hi, flags & NTT_SCALE_BREV ? brev_bits(p, log_n) : p);

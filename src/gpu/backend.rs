@@ -7,7 +7,8 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
-use std::time::{Instant, SystemTime};
+use std::borrow::Cow;
+use std::time::{Duration, Instant, SystemTime};
 
 use blstrs::{Bls12, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ff::Field;
@@ -15,9 +16,8 @@ use group::{prime::PrimeCurveAffine, Curve as _};
 use rand_core::OsRng;
 
 use super::device::{GpuDevice, GpuError};
-use super::msm::{msm, msm_device, DeviceBases, G1, G2};
-use super::ntt::Domain;
-use super::types::{AsDevice, DevFr};
+use super::msm::{DeviceBases, G1, G2};
+use super::stage::{self, StageBases, StageInput};
 use crate::groth16::{
     BackendError, Density, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness,
 };
@@ -108,51 +108,33 @@ impl GpuBackend {
         }
         let res = slot.as_ref().ok_or_else(|| BackendError::Other("srs upload left no bases".into()))?;
 
-        let a_scalars = dense_scalars(&w.input, None, &w.aux, &w.a_aux_density);
-        let b_scalars = dense_scalars(&w.input, Some(&w.b_input_density), &w.aux, &w.b_aux_density);
-        let h_start = Instant::now();
-        let mut ntt_done = h_start;
+        // B's scalars are needed on the host only for a B_G2 MSM on the CPU; otherwise A's and
+        // B's are collected on the stage's upload thread, while h runs.
+        let b_host = res.b_g2.is_none().then(|| dense_scalars(&w.input, Some(&w.b_input_density), &w.aux, &w.b_aux_density));
+        let a_scalars = || Cow::Owned(dense_scalars(&w.input, None, &w.aux, &w.a_aux_density));
+        let b_scalars = || match &b_host {
+            Some(v) => Cow::Borrowed(v.as_slice()),
+            None => Cow::Owned(dense_scalars(&w.input, Some(&w.b_input_density), &w.aux, &w.b_aux_density)),
+        };
+        let bases = StageBases { h: &res.h, l: &res.l, a: &res.a, b_g1: &res.b_g1, b_g2: res.b_g2.as_ref() };
+        let input = StageInput { a: &w.a, b: &w.b, c: &w.c, aux: &w.aux, a_scalars: &a_scalars, b_scalars: &b_scalars };
+        let abc_bytes = (w.a.len() + w.b.len() + w.c.len()) as u64 * 32;
         let (gpu, b2_cpu) = std::thread::scope(|scope| {
-            let cpu = res.b_g2.is_none().then(|| scope.spawn(|| cpu_msm_g2(&srs.b_g2, &b_scalars)));
-            let gpu = (|| -> Result<_, GpuError> {
-                let dom = Domain::for_len(dev, w.a.len())?;
-                let mut h = dom.h(dev, &w.a, &w.b, &w.c)?;
-                dev.sync()?;
-                ntt_done = Instant::now();
-                release((w.a.len() + w.b.len() + w.c.len()) as u64 * 32);
-                let g_h = msm_device(dev, &res.h, &mut h, dom.size() - 1)?;
-                drop(h);
-                let g_l = msm(dev, &res.l, &w.aux)?;
-                let g_a = msm(dev, &res.a, &a_scalars)?;
-                // B's scalars go up once; the G2 MSM gets a device copy (each MSM converts its
-                // scalars in place).
-                let mut b1 = dev.upload_scalars_new(Fr::as_device(&b_scalars))?;
-                let g_b2 = match res.b_g2.as_ref() {
-                    Some(bases) => {
-                        let mut b2 = dev.alloc::<DevFr>(b_scalars.len())?;
-                        dev.stream().memcpy_dtod(&b1, &mut b2).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
-                        Some(msm_device(dev, bases, &mut b2, b_scalars.len())?)
-                    }
-                    None => None,
-                };
-                let g_b1 = msm_device(dev, &res.b_g1, &mut b1, b_scalars.len())?;
-                Ok((g_h, g_l, g_a, g_b1, g_b2))
-            })();
+            let cpu = b_host.as_ref().map(|b| scope.spawn(|| cpu_msm_g2(&srs.b_g2, b)));
+            let gpu = stage::run(dev, &bases, &input, &mut || release(abc_bytes));
             (gpu, cpu.map(|t| t.join()))
         });
-        let (h, l, a, b_g1, b_g2) = gpu.map_err(|e| self.device_error(e))?;
-        let b_g2 = match (b_g2, b2_cpu) {
+        let out = gpu.map_err(|e| self.device_error(e))?;
+        let b_g2 = match (out.b_g2, b2_cpu) {
             (Some(p), _) => p,
             (None, Some(Ok(p))) => p,
             _ => return Err(BackendError::Other("b_g2 msm on the cpu panicked".into())),
         };
+        let (h, l, a, b_g1) = (out.h, out.l, out.a, out.b_g1);
+        let ms = |v: &[f32]| Duration::from_secs_f64(v.iter().map(|&t| t as f64).sum::<f64>() / 1e3);
         release((w.input.len() + w.aux.len()) as u64 * 32);
         let proof = assemble(&srs.vk, &MsmResults { h, l, a, b_g1, b_g2 }, Fr::random(OsRng), Fr::random(OsRng))?;
-        let msm_end = Instant::now();
-        Ok((
-            proof,
-            ProveTimings { ntt: ntt_done - h_start, msm: msm_end - ntt_done, total: msm_end - start },
-        ))
+        Ok((proof, ProveTimings { ntt: ms(&out.steps[..1]), msm: ms(&out.steps[1..]), total: start.elapsed() }))
     }
 }
 

@@ -124,6 +124,8 @@ pub struct GpuDevice {
     name: String,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    /// Uploads that overlap the compute stream's work ([`GpuDevice::upload_async`]).
+    copy: Arc<CudaStream>,
     _module: Arc<CudaModule>,
     pub(crate) k: Kernels,
     /// Pinned buffers for [`GpuDevice::upload_scalars`], made on first use.
@@ -139,11 +141,13 @@ impl GpuDevice {
         };
         let ctx = CudaContext::new(ordinal).map_err(err("cuCtxCreate"))?;
         let name = ctx.name().map_err(err("cuDeviceGetName"))?;
-        // One stream per device and no cross-stream work: cudarc's per-buffer event tracking
-        // would only add events to every launch.
-        // SAFETY: all buffers of this context are used on `stream` only.
+        // Kernels run on one stream; a second only uploads, and every hand-over between the two
+        // is an explicit event (Upload), so cudarc's per-buffer event tracking would only add
+        // events to every launch.
+        // SAFETY: buffers are used on `stream`, except while an `Upload` owns them (see there).
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(err("cuStreamCreate"))?;
+        let copy = ctx.new_stream().map_err(err("cuStreamCreate"))?;
         let module = ctx.load_module(Ptx::from_binary(kernels::FATBIN.to_vec())).map_err(err("cuModuleLoadData"))?;
         let f = |name: &'static str| module.load_function(name).map_err(err(name));
         let curve = |g: &str| -> Result<CurveKernels, GpuError> {
@@ -178,7 +182,7 @@ impl GpuDevice {
             g1: curve("g1")?,
             g2: curve("g2")?,
         };
-        Ok(GpuDevice { ordinal, name, ctx, stream, _module: module, k, staging: Mutex::new(None) })
+        Ok(GpuDevice { ordinal, name, ctx, stream, copy, _module: module, k, staging: Mutex::new(None) })
     }
 
     pub fn ordinal(&self) -> usize {
@@ -234,6 +238,11 @@ impl GpuDevice {
     /// one (in parallel) while the DMA engine reads the other, several times faster than a
     /// pageable copy, which the driver stages through a small buffer of its own.
     pub(crate) fn upload_scalars(&self, host: &[DevFr], dst: &mut CudaViewMut<'_, DevFr>) -> Result<(), GpuError> {
+        self.stage(&self.stream, host, dst)
+    }
+
+    /// [`GpuDevice::upload_scalars`] on `stream`.
+    fn stage(&self, stream: &Arc<CudaStream>, host: &[DevFr], dst: &mut CudaViewMut<'_, DevFr>) -> Result<(), GpuError> {
         if host.len() > dst.len() {
             return Err(self.err("upload", format!("{} scalars into a buffer of {}", host.len(), dst.len())));
         }
@@ -258,14 +267,46 @@ impl GpuDevice {
                     st.copied.synchronize().map_err(|e| self.err("cuEventSynchronize", e))?;
                     let pinned = st.buf.as_mut_slice().map_err(|e| self.err("cuEventSynchronize", e))?;
                     pinned.par_chunks_mut(STAGING_CHUNK / 16).zip(chunk.par_chunks(STAGING_CHUNK / 16)).for_each(|(d, s)| d.copy_from_slice(s));
-                    self.stream.memcpy_htod(&st.buf, &mut to).map_err(|e| self.err("cuMemcpyHtoDAsync", e))?;
-                    st.copied.record(&self.stream).map_err(|e| self.err("cuEventRecord", e))?;
+                    stream.memcpy_htod(&st.buf, &mut to).map_err(|e| self.err("cuMemcpyHtoDAsync", e))?;
+                    st.copied.record(stream).map_err(|e| self.err("cuEventRecord", e))?;
                 }
                 // the tail (or a small upload): one pageable copy
-                _ => self.stream.memcpy_htod(chunk, &mut to).map_err(|e| self.err("cuMemcpyHtoDAsync", e))?,
+                _ => stream.memcpy_htod(chunk, &mut to).map_err(|e| self.err("cuMemcpyHtoDAsync", e))?,
             }
         }
         Ok(())
+    }
+
+    /// Buffers for [`GpuDevice::upload_async`], allocated on the compute stream and made visible
+    /// to the copy stream. Allocate them before queueing the kernels their uploads should
+    /// overlap: the copy stream waits for everything the compute stream holds at this point.
+    pub(crate) fn alloc_for_upload(&self, lens: &[usize]) -> Result<Vec<CudaSlice<DevFr>>, GpuError> {
+        let bufs = lens.iter().map(|&n| self.alloc::<DevFr>(n)).collect::<Result<Vec<_>, _>>()?;
+        self.copy.join(&self.stream).map_err(|e| self.err("cuStreamWaitEvent", e))?;
+        Ok(bufs)
+    }
+
+    /// Starts uploading `host` into `buf` (from [`GpuDevice::alloc_for_upload`]; the rest zeroed)
+    /// on the copy stream, beside the kernels queued on the compute stream. Returns once the host
+    /// side is done: `host` may be freed, the last chunk may still be in flight.
+    /// [`GpuDevice::ready`] hands the buffer to the compute stream.
+    pub(crate) fn upload_async(&self, host: &[DevFr], mut buf: CudaSlice<DevFr>) -> Result<Upload, GpuError> {
+        let len = buf.len();
+        if host.len() > len {
+            return Err(self.err("upload", format!("{} scalars into a buffer of {len}", host.len())));
+        }
+        self.stage(&self.copy, host, &mut buf.slice_mut(..host.len()))?;
+        if host.len() < len {
+            self.copy.memset_zeros(&mut buf.slice_mut(host.len()..)).map_err(|e| self.err("cuMemsetD8Async", e))?;
+        }
+        let done = self.copy.record_event(None).map_err(|e| self.err("cuEventRecord", e))?;
+        Ok(Upload { buf: Some(buf), done })
+    }
+
+    /// The uploaded buffer, for kernels queued on the compute stream from now on.
+    pub(crate) fn ready(&self, mut up: Upload) -> Result<CudaSlice<DevFr>, GpuError> {
+        self.stream.wait(&up.done).map_err(|e| self.err("cuStreamWaitEvent", e))?;
+        up.buf.take().ok_or_else(|| self.err("upload", "buffer already taken"))
     }
 
     /// A new device buffer holding `host`, uploaded through the pinned staging buffers.
@@ -297,6 +338,14 @@ impl GpuDevice {
         Launch { dev: self, name, args: self.stream.launch_builder(f) }
     }
 
+    /// A timing event recorded now on the compute stream.
+    pub(crate) fn mark(&self) -> Result<CudaEvent, GpuError> {
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let ev = self.ctx.new_event(flags).map_err(|e| self.err("cuEventCreate", e))?;
+        ev.record(&self.stream).map_err(|e| self.err("cuEventRecord", e))?;
+        Ok(ev)
+    }
+
     /// Milliseconds the device spends in `work`, measured with events on the stream.
     pub(crate) fn time_ms<T>(&self, work: impl FnOnce() -> Result<T, GpuError>) -> Result<(T, f32), GpuError> {
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
@@ -314,7 +363,24 @@ impl GpuDevice {
 impl Drop for GpuDevice {
     fn drop(&mut self) {
         // Staging buffers are freed after this: no copy may still be reading them.
+        let _ = self.copy.synchronize();
         let _ = self.stream.synchronize();
+    }
+}
+
+/// A device buffer the copy stream is filling ([`GpuDevice::upload_async`]).
+pub(crate) struct Upload {
+    buf: Option<CudaSlice<DevFr>>,
+    done: CudaEvent,
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        // Not handed over (an error path): the buffer is freed on the compute stream, which must
+        // not free it before the copy has finished writing it.
+        if let Some(buf) = &self.buf {
+            let _ = buf.stream().wait(&self.done);
+        }
     }
 }
 

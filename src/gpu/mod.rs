@@ -10,6 +10,7 @@ mod kernels;
 mod msm;
 mod ntt;
 mod selftest;
+mod stage;
 mod types;
 
 pub use backend::{assemble, B2Placement, GpuBackend, MsmResults};

@@ -13,8 +13,9 @@ use ff::{Field, PrimeField};
 use super::device::{blocks, GpuDevice, GpuError};
 use super::types::{AsDevice, DevFr};
 
-/* must match NTT_PASS_LOG, NTT_TW_LO_BITS and the NTT_* flags in cuda/ntt/ntt.cuh */
+/* must match NTT_PASS_LOG, NTT_RADIX_LOG, NTT_TW_LO_BITS and the NTT_* flags in cuda/ntt/ntt.cuh */
 const PASS_LOG: u32 = 10;
+const RADIX_LOG: u32 = 3;
 const TW_LO_BITS: u32 = 12;
 const DIF: u32 = 1;
 const GATHER: u32 = 2;
@@ -261,7 +262,7 @@ impl Domain {
             };
             let pw = pw.unwrap_or(&self.scale);
             let log_l = columns_log(st0, nst);
-            let threads = 1u32 << (nst + log_l - 1);
+            let threads = 1u32 << (nst + log_l - nst.min(RADIX_LOG));
             let grid = (1u64 << (log_n - nst - log_l)) as u32;
             // In-place passes hand the same buffer as `in` and `out`: each block reads all of its
             // elements before it writes any, and no two blocks share an element.
@@ -335,34 +336,47 @@ impl Domain {
     }
 
     /// The h polynomial's m coefficients, left on the device in Montgomery form
-    /// (bellperson uses the first m − 1).
+    /// (bellperson uses the first m − 1). a, b and c go up one after another on the copy stream,
+    /// each one's transforms queued as soon as it is there, so they run while the next uploads.
     pub(crate) fn h(&self, dev: &GpuDevice, a: &[Fr], b: &[Fr], c: &[Fr]) -> Result<CudaSlice<DevFr>, GpuError> {
-        dev.reserve("h (a, b, c on the domain)", 3 * self.size() as u64 * 32)?;
-        self.h_on_device(dev, [self.upload_padded(dev, a)?, self.upload_padded(dev, b)?, self.upload_padded(dev, c)?])
+        let m = self.size();
+        if let Some(v) = [a, b, c].into_iter().find(|v| v.len() > m) {
+            return Err(dev.err("h", format!("{} values exceed domain {m}", v.len())));
+        }
+        dev.reserve("h (a, b, c on the domain)", 3 * m as u64 * 32)?;
+        let mut bufs = dev.alloc_for_upload(&[m; 3])?.into_iter();
+        let mut coset = |v: &[Fr]| -> Result<CudaSlice<DevFr>, GpuError> {
+            let buf = bufs.next().ok_or_else(|| dev.err("h", "three buffers"))?;
+            let mut x = dev.ready(dev.upload_async(Fr::as_device(v), buf)?)?;
+            self.to_coset(dev, &mut x)?;
+            Ok(x)
+        };
+        let done = [coset(a)?, coset(b)?, coset(c)?];
+        self.h_from_coset(dev, done)
     }
 
-    /// [`Domain::h`] from a, b, c already on the device (zero-padded to m).
-    ///
-    /// Each of a, b, c goes to the coset in place: a DIF inverse transform leaves the coefficients
+    /// The first step of h for one of a, b, c (zero-padded to m), in place: evaluations on the
+    /// domain to evaluations on the coset. A DIF inverse transform leaves the coefficients
     /// bit-reversed (its last stores multiply by m^-1·g^i at the coefficient's index i), and a DIT
-    /// forward transform takes them back to natural order. Only the last inverse transform
-    /// permutes, into b's buffer.
-    pub(crate) fn h_on_device(
-        &self,
-        dev: &GpuDevice,
-        mut bufs: [CudaSlice<DevFr>; 3],
-    ) -> Result<CudaSlice<DevFr>, GpuError> {
+    /// forward transform takes them back to natural order.
+    pub(crate) fn to_coset(&self, dev: &GpuDevice, x: &mut CudaSlice<DevFr>) -> Result<(), GpuError> {
+        let m = self.size();
+        if x.len() < m {
+            return Err(dev.err("h", format!("buffer of {} for domain {m}", x.len())));
+        }
+        if self.log_n == 0 {
+            return self.mul_powers(dev, x, &self.into_coset);
+        }
+        self.passes(dev, x, x, &self.inv, true, (0, None), (SCALE_OUT | SCALE_BREV, Some(self.table(Table::IntoCoset))))?;
+        self.passes(dev, x, x, &self.fwd, false, (0, None), (0, None))
+    }
+
+    /// The rest of h from a, b, c on the coset ([`Domain::to_coset`]): the pointwise step and
+    /// the inverse coset transform, the only pass that permutes, into b's buffer.
+    pub(crate) fn h_from_coset(&self, dev: &GpuDevice, bufs: [CudaSlice<DevFr>; 3]) -> Result<CudaSlice<DevFr>, GpuError> {
         let m = self.size() as u64;
         if let Some(x) = bufs.iter().find(|x| (x.len() as u64) < m) {
             return Err(dev.err("h", format!("buffer of {} for domain {m}", x.len())));
-        }
-        for x in bufs.iter_mut() {
-            if self.log_n == 0 {
-                self.mul_powers(dev, x, &self.into_coset)?;
-            } else {
-                self.passes(dev, x, x, &self.inv, true, (0, None), (SCALE_OUT | SCALE_BREV, Some(self.table(Table::IntoCoset))))?;
-                self.passes(dev, x, x, &self.fwd, false, (0, None), (0, None))?;
-            }
         }
         let [mut a, mut b, c] = bufs;
         let z_inv = DevFr::from_scalar(&self.z_inv);
@@ -448,30 +462,43 @@ mod tests {
                 }
                 s[e as usize] = v;
             }
+            // ntt_group: stages in groups of RADIX_LOG, each group a butterfly network on the
+            // elements whose rows differ only in the group's bits
             let dif = flags & DIF != 0;
-            for i in 0..nst {
-                let st = if dif { nst - 1 - i } else { i };
-                for t in 0..half {
-                    let l = t & lmask;
-                    let kk = t >> log_l;
-                    let k0 = ((kk >> st) << (st + 1)) | (kk & ((1 << st) - 1));
-                    let e0 = ((k0 << log_l) | l) as usize;
-                    let e1 = e0 | (1 << (st + log_l));
-                    let gst = st0 + st;
-                    let (u, v) = (s[e0], s[e1]);
-                    let (u, v) = if gst == 0 {
-                        (u + v, u - v)
-                    } else {
-                        let j = (((k0 & ((1 << st) - 1)) as u64) << st0) | (lo_base + l) as u64;
-                        let w = tw[(j << (log_n - 1 - gst)) as usize];
-                        if dif {
-                            (u + v, (u - v) * w)
-                        } else {
-                            (u + v * w, u - v * w)
+            let ngrp = nst.div_ceil(RADIX_LOG);
+            for gi in 0..ngrp {
+                let s0 = if dif { ngrp - 1 - gi } else { gi } * RADIX_LOG;
+                let g = RADIX_LOG.min(nst - s0);
+                let low = s0 + log_l;
+                for q in 0..(2 * half) >> g {
+                    let base = ((q >> low) << (low + g)) | (q & ((1 << low) - 1));
+                    let mut v: Vec<Fr> = (0..1u32 << g).map(|x| s[(base | (x << low)) as usize]).collect();
+                    let (l, k) = (base & lmask, base >> log_l);
+                    for ii in 0..g {
+                        let i = if dif { g - 1 - ii } else { ii };
+                        let (st, gst) = (s0 + i, st0 + s0 + i);
+                        for x in (0..1u32 << g).filter(|x| x & (1 << i) == 0) {
+                            let y = (x | (1 << i)) as usize;
+                            let (u, w_v) = (v[x as usize], v[y]);
+                            let (a, b) = if gst == 0 {
+                                (u + w_v, u - w_v)
+                            } else {
+                                let kx = k | (x << s0);
+                                let j = (((kx & ((1 << st) - 1)) as u64) << st0) | (lo_base + l) as u64;
+                                let w = tw[(j << (log_n - 1 - gst)) as usize];
+                                if dif {
+                                    (u + w_v, (u - w_v) * w)
+                                } else {
+                                    (u + w_v * w, u - w_v * w)
+                                }
+                            };
+                            v[x as usize] = a;
+                            v[y] = b;
                         }
-                    };
-                    s[e0] = u;
-                    s[e1] = v;
+                    }
+                    for (x, val) in v.into_iter().enumerate() {
+                        s[(base | ((x as u32) << low)) as usize] = val;
+                    }
                 }
             }
             for e in 0..2 * half {

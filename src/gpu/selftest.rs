@@ -18,6 +18,8 @@ use cudarc::driver::CudaSlice;
 use super::msm::{msm, msm_device, DeviceBases, G1, G2};
 use super::types::{AsDevice, DevFr};
 use super::ntt::{h_poly, ntt, Domain, NttKind};
+use super::stage::{self, StageBases, StageInput, STEPS};
+use std::borrow::Cow;
 
 /// Timed repetitions after one warm-up run.
 const BENCH_RUNS: usize = 5;
@@ -351,9 +353,10 @@ pub struct Shape {
 /// circuit has about one auxiliary variable, a bit, per constraint).
 pub const POREP_32G: Shape = Shape { name: "porep-32g", constraints: 130_278_541, aux: 130_278_541 };
 
-/// The whole device stage of one proof of `shape`, as `GpuBackend` runs it, with random inputs
-/// of the right sizes: a, b, c uniform; the witness (L, A, B scalars) with the Filecoin mix;
-/// bases tiled from random points. One row per step, and the whole stage.
+/// The whole device stage of one proof of `shape`, through the stage `GpuBackend` runs, with
+/// random inputs of the right sizes: a, b, c uniform; the witness (L, A, B scalars) with the
+/// Filecoin mix; bases tiled from random points. One row per step (compute-stream time from the
+/// end of the step before, uploads overlapping), and the whole stage.
 pub fn bench_prove_shape(dev: &GpuDevice, shape: Shape) -> Result<Vec<BenchReport>, GpuError> {
     let mut rng = StdRng::seed_from_u64(shape.constraints as u64);
     let n = shape.constraints;
@@ -361,50 +364,18 @@ pub fn bench_prove_shape(dev: &GpuDevice, shape: Shape) -> Result<Vec<BenchRepor
     let b = random_scalars(&mut rng, n, Distribution::Random);
     let c = random_scalars(&mut rng, n, Distribution::Random);
     let aux = random_scalars(&mut rng, shape.aux, Distribution::Filecoin);
-    let dom = Domain::for_len(dev, n)?;
-    let m = dom.size();
-    let g1 = DeviceBases::<G1>::tiled(dev, &g1_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES)), (m - 1).max(shape.aux))?;
+    let m = (n.max(1)).next_power_of_two();
+    let g1_points = g1_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES));
+    let h_bases = DeviceBases::<G1>::tiled(dev, &g1_points, m - 1)?;
+    let g1 = DeviceBases::<G1>::tiled(dev, &g1_points, shape.aux)?;
     let g2 = DeviceBases::<G2>::tiled(dev, &g2_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES)), shape.aux)?;
-    const STEPS: [&str; 9] = [
-        "a, b, c upload (pinned staging)",
-        "h (7 ntt + pointwise)",
-        "H msm",
-        "L scalars upload",
-        "L msm",
-        "A upload + msm",
-        "B upload (once)",
-        "B_G1 msm",
-        "B_G2 msm",
-    ];
+    let bases = StageBases { h: &h_bases, l: &g1, a: &g1, b_g1: &g1, b_g2: Some(&g2) };
+    let dense = || Cow::Borrowed(aux.as_slice());
+    let input = StageInput { a: &a, b: &b, c: &c, aux: &aux, a_scalars: &dense, b_scalars: &dense };
     let mut t: Vec<Vec<f32>> = vec![Vec::new(); STEPS.len() + 1];
-    let aux_dev = Fr::as_device(&aux);
     for _ in 0..=3 {
-        let mut step = Vec::new();
-        let (_, whole) = dev.time_ms(|| {
-            let (bufs, ms) = dev.time_ms(|| Ok([dom.upload_padded(dev, &a)?, dom.upload_padded(dev, &b)?, dom.upload_padded(dev, &c)?]))?;
-            step.push(ms);
-            let (mut h, ms) = dev.time_ms(|| dom.h_on_device(dev, bufs))?;
-            step.push(ms);
-            step.push(dev.time_ms(|| msm_device(dev, &g1, &mut h, m - 1))?.1);
-            drop(h);
-            let (mut l, ms) = dev.time_ms(|| dev.upload_scalars_new(aux_dev))?;
-            step.push(ms);
-            step.push(dev.time_ms(|| msm_device(dev, &g1, &mut l, shape.aux))?.1);
-            drop(l);
-            step.push(dev.time_ms(|| msm(dev, &g1, &aux))?.1);
-            let (mut b1, ms) = dev.time_ms(|| {
-                let b1 = dev.upload_scalars_new(aux_dev)?;
-                let mut b2 = dev.alloc::<DevFr>(shape.aux)?;
-                dev.stream().memcpy_dtod(&b1, &mut b2).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
-                Ok((b1, b2))
-            })?;
-            step.push(ms);
-            step.push(dev.time_ms(|| msm_device(dev, &g1, &mut b1.0, shape.aux))?.1);
-            step.push(dev.time_ms(|| msm_device(dev, &g2, &mut b1.1, shape.aux))?.1);
-            Ok(())
-        })?;
-        step.push(whole);
-        for (i, ms) in step.into_iter().enumerate() {
+        let (out, whole) = dev.time_ms(|| stage::run(dev, &bases, &input, &mut || {}))?;
+        for (i, ms) in out.steps.into_iter().chain([whole]).enumerate() {
             t[i].push(ms);
         }
     }
@@ -413,7 +384,7 @@ pub fn bench_prove_shape(dev: &GpuDevice, shape: Shape) -> Result<Vec<BenchRepor
         .map(|(i, mut v)| {
             v.remove(0);
             let what = STEPS.get(i).copied().unwrap_or("whole GPU stage");
-            median(v, format!("{} (domain 2^{}): {what}", shape.name, dom.size().trailing_zeros()))
+            median(v, format!("{} (domain 2^{}): {what}", shape.name, m.trailing_zeros()))
         })
         .collect())
 }

@@ -1,0 +1,124 @@
+//! The device stage of one Groth16 proof: h and the five MSMs. [`GpuBackend`] proves through it
+//! and `snarkctl bench prove --shape` measures it, so the benchmark times the path proofs take.
+//!
+//! Uploads overlap the kernels: a, b and c go up one after another on the copy stream, each one's
+//! transforms queued as soon as it is there; the scalars of L, A and B go up from a second host
+//! thread (which also collects A's and B's, a while on a 2^27 witness) during h and the H MSM.
+//!
+//! [`GpuBackend`]: super::GpuBackend
+
+use std::borrow::Cow;
+
+use blstrs::{G1Projective, G2Projective, Scalar as Fr};
+use cudarc::driver::CudaEvent;
+
+use super::device::{GpuDevice, GpuError};
+use super::msm::{msm_device, DeviceBases, G1, G2};
+use super::ntt::Domain;
+use super::types::{AsDevice, DevFr};
+
+/// The resident bases of one proof's MSMs. `b_g2` is `None` when B_G2 runs elsewhere.
+pub(crate) struct StageBases<'a> {
+    pub h: &'a DeviceBases<G1>,
+    pub l: &'a DeviceBases<G1>,
+    pub a: &'a DeviceBases<G1>,
+    pub b_g1: &'a DeviceBases<G1>,
+    pub b_g2: Option<&'a DeviceBases<G2>>,
+}
+
+/// Scalars made on demand, on the upload thread.
+pub(crate) type Scalars<'a> = &'a (dyn Fn() -> Cow<'a, [Fr]> + Sync);
+
+/// One proof's inputs.
+pub(crate) struct StageInput<'a> {
+    pub a: &'a [Fr],
+    pub b: &'a [Fr],
+    pub c: &'a [Fr],
+    /// The L MSM's scalars.
+    pub aux: &'a [Fr],
+    /// A's scalars (one per base of `StageBases::a`).
+    pub a_scalars: Scalars<'a>,
+    /// B_G1's and B_G2's scalars (one per base of `StageBases::b_g1`).
+    pub b_scalars: Scalars<'a>,
+}
+
+/// The MSM results; `b_g2` is `None` when there were no B_G2 bases.
+pub(crate) struct StageOutput {
+    pub h: G1Projective,
+    pub l: G1Projective,
+    pub a: G1Projective,
+    pub b_g1: G1Projective,
+    pub b_g2: Option<G2Projective>,
+    /// Milliseconds of the compute stream from the start to the end of each step, in order:
+    /// [`STEPS`]. A step includes any wait for its uploads.
+    pub steps: Vec<f32>,
+}
+
+/// The steps [`StageOutput::steps`] times.
+pub(crate) const STEPS: [&str; 6] = ["h (uploads + 7 ntt + pointwise)", "H msm", "L msm", "A msm", "B_G1 msm", "B_G2 msm"];
+
+/// Runs the stage. `uploaded` is called once a, b and c have left the host.
+pub(crate) fn run(
+    dev: &GpuDevice,
+    bases: &StageBases<'_>,
+    inp: &StageInput<'_>,
+    uploaded: &mut dyn FnMut(),
+) -> Result<StageOutput, GpuError> {
+    let (n_aux, n_a, n_b) = (inp.aux.len(), bases.a.len(), bases.b_g1.len());
+    let dom = Domain::for_len(dev, inp.a.len())?;
+    let m = dom.size();
+    let mut marks: Vec<CudaEvent> = vec![dev.mark()?];
+    // allocated before any kernel is queued, so the uploads into them need not wait for kernels
+    let mut bufs = dev.alloc_for_upload(&[n_aux, n_a, n_b])?.into_iter();
+    let mut next = || bufs.next().ok_or_else(|| dev.err("upload", "missing buffer"));
+    let (aux_buf, a_buf, b_buf) = (next()?, next()?, next()?);
+    std::thread::scope(|scope| -> Result<StageOutput, GpuError> {
+        let mut h = dom.h(dev, inp.a, inp.b, inp.c)?;
+        uploaded();
+        marks.push(dev.mark()?);
+        let up = scope.spawn(move || -> Result<_, GpuError> {
+            let aux = dev.upload_async(Fr::as_device(inp.aux), aux_buf)?;
+            let a = (inp.a_scalars)();
+            let a = dev.upload_async(Fr::as_device(&a), a_buf)?;
+            let b = (inp.b_scalars)();
+            let b = dev.upload_async(Fr::as_device(&b), b_buf)?;
+            Ok((aux, a, b))
+        });
+        let g_h = msm_device(dev, bases.h, &mut h, m - 1)?;
+        drop(h);
+        marks.push(dev.mark()?);
+        let (aux, a, b) = up.join().map_err(|_| dev.err("upload", "the upload thread panicked"))??;
+        let mut l = dev.ready(aux)?;
+        let g_l = msm_device(dev, bases.l, &mut l, n_aux)?;
+        drop(l);
+        marks.push(dev.mark()?);
+        let mut a = dev.ready(a)?;
+        let g_a = msm_device(dev, bases.a, &mut a, n_a)?;
+        drop(a);
+        marks.push(dev.mark()?);
+        // each MSM converts its scalars in place: B_G2 gets a copy
+        let mut b1 = dev.ready(b)?;
+        let b2 = match bases.b_g2 {
+            Some(_) => {
+                let mut b2 = dev.alloc::<DevFr>(n_b)?;
+                dev.stream().memcpy_dtod(&b1, &mut b2).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+                Some(b2)
+            }
+            None => None,
+        };
+        let g_b1 = msm_device(dev, bases.b_g1, &mut b1, n_b)?;
+        drop(b1);
+        marks.push(dev.mark()?);
+        let g_b2 = match (bases.b_g2, b2) {
+            (Some(bases), Some(mut b2)) => Some(msm_device(dev, bases, &mut b2, n_b)?),
+            _ => None,
+        };
+        marks.push(dev.mark()?);
+        dev.sync()?;
+        let steps = marks
+            .windows(2)
+            .map(|w| w[0].elapsed_ms(&w[1]).map_err(|e| dev.err("cuEventElapsedTime", e)))
+            .collect::<Result<Vec<f32>, _>>()?;
+        Ok(StageOutput { h: g_h, l: g_l, a: g_a, b_g1: g_b1, b_g2: g_b2, steps })
+    })
+}
