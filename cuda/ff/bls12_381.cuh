@@ -10,6 +10,7 @@ struct fp_consts {
     static constexpr bool INLINE_MUL = false;
     /* -P^-1 mod 2^32 */
     static constexpr uint32_t M0 = 0xfffcfffd;
+    __device__ __forceinline__ static constexpr uint32_t m0() { return M0; }
     __device__ __forceinline__ static constexpr uint32_t p(int i) {
         constexpr uint32_t v[N] = {0xffffaaab, 0xb9feffff, 0xb153ffff, 0x1eabfffe, 0xf6b0f624, 0x6730d2a0,
                                       0xf38512bf, 0x64774b84, 0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea};
@@ -23,12 +24,27 @@ struct fp_consts {
     }
 };
 
+#ifdef __CUDA_ARCH__
+__device__ __constant__ uint32_t FR_M0 = 0xffffffff;
+#endif
+
 struct fr_consts {
     static constexpr int N = 8;
     /* inline: the NTT kernels hold one or two a butterfly */
     static constexpr bool INLINE_MUL = true;
     /* -R^-1 mod 2^32 */
     static constexpr uint32_t M0 = 0xffffffff;
+    /* M0 as the reduction reads it: from constant memory on the device. Known to be -1 (with
+       the modulus's low limb 1), ptxas rewrites each reduction's first products into negations
+       and adds, and the rest of the chain no longer pairs into wide multiply-adds (48 more
+       instructions a multiplication). */
+    __device__ __forceinline__ static uint32_t m0() {
+#ifdef __CUDA_ARCH__
+        return FR_M0;
+#else
+        return M0;
+#endif
+    }
     __device__ __forceinline__ static constexpr uint32_t p(int i) {
         constexpr uint32_t v[N] = {0x00000001, 0xffffffff, 0xfffe5bfe, 0x53bda402,
                                       0x09a1d805, 0x3339d808, 0x299d7d48, 0x73eda753};

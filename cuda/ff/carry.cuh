@@ -1,4 +1,4 @@
-// 32-bit multiply-add and add steps with the carry flag, as PTX on the device and as plain C++
+// 32-bit multiply-add, add and subtract steps with the carry flag, as PTX on the device and as plain C++
 // on the host, where tests/ntt_mul_host.cpp checks the field arithmetic against big integers
 // without a GPU.
 //
@@ -17,6 +17,15 @@ CARRY_FN void madc_hi_cc(uint32_t& d, uint32_t a, uint32_t b) { asm volatile("ma
 CARRY_FN void add_cc(uint32_t& d, uint32_t a) { asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(d) : "r"(a)); }
 CARRY_FN void addc_cc(uint32_t& d, uint32_t a) { asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(d) : "r"(a)); }
 CARRY_FN void addc(uint32_t& d, uint32_t a) { asm volatile("addc.u32 %0, %0, %1;" : "+r"(d) : "r"(a)); }
+/* subtraction: the flag is the borrow */
+CARRY_FN void sub_cc(uint32_t& d, uint32_t a) { asm volatile("sub.cc.u32 %0, %0, %1;" : "+r"(d) : "r"(a)); }
+CARRY_FN void subc_cc(uint32_t& d, uint32_t a) { asm volatile("subc.cc.u32 %0, %0, %1;" : "+r"(d) : "r"(a)); }
+/* 0 or 0xffffffff: all ones when the chain before borrowed */
+CARRY_FN uint32_t borrow_mask() {
+    uint32_t m;
+    asm volatile("subc.u32 %0, 0, 0;" : "=r"(m));
+    return m;
+}
 #else
 #define CARRY_FN inline
 /* the emulated carry flag (host tests are single-threaded) */
@@ -34,4 +43,12 @@ CARRY_FN void madc_hi_cc(uint32_t& d, uint32_t a, uint32_t b) { add_with(d, (uin
 CARRY_FN void add_cc(uint32_t& d, uint32_t a) { add_with(d, a); }
 CARRY_FN void addc_cc(uint32_t& d, uint32_t a) { add_with(d, (uint64_t)a + carry_flag); }
 CARRY_FN void addc(uint32_t& d, uint32_t a) { d = d + a + carry_flag; }
+CARRY_FN void sub_with(uint32_t& d, uint64_t v) {
+    uint64_t r = (uint64_t)d - v;
+    d = (uint32_t)r;
+    carry_flag = (uint32_t)(r >> 63);
+}
+CARRY_FN void sub_cc(uint32_t& d, uint32_t a) { sub_with(d, a); }
+CARRY_FN void subc_cc(uint32_t& d, uint32_t a) { sub_with(d, (uint64_t)a + carry_flag); }
+CARRY_FN uint32_t borrow_mask() { return 0u - carry_flag; }
 #endif

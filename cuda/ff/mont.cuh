@@ -32,66 +32,41 @@ struct mont_t {
         return acc == 0;
     }
 
-    // r = r - P when r >= P.
+    // r = r - P when r >= P: subtract, then keep the difference unless it borrowed.
     __device__ __forceinline__ void final_sub() {
         uint32_t t[N];
-        uint64_t borrow = 0;
 #pragma unroll
-        for (int i = 0; i < N; i++) {
-            uint64_t d = (uint64_t)l[i] - C::p(i) - borrow;
-            t[i] = (uint32_t)d;
-            borrow = (d >> 32) & 1;
-        }
-        if (!borrow) {
+        for (int i = 0; i < N; i++) t[i] = l[i];
+        sub_cc(t[0], C::p(0));
 #pragma unroll
-            for (int i = 0; i < N; i++) l[i] = t[i];
-        }
+        for (int i = 1; i < N; i++) subc_cc(t[i], C::p(i));
+        const uint32_t keep = borrow_mask();
+#pragma unroll
+        for (int i = 0; i < N; i++) l[i] = (l[i] & keep) | (t[i] & ~keep);
     }
 
-    __device__ __forceinline__ friend mont_t operator+(const mont_t& a, const mont_t& b) {
-        mont_t r;
-        uint64_t c = 0;
+    // Both operands < P, and P leaves a spare top bit: the sum never carries out of N limbs.
+    __device__ __forceinline__ friend mont_t operator+(const mont_t& a_in, const mont_t& b) {
+        mont_t r = a_in;
+        add_cc(r.l[0], b.l[0]);
 #pragma unroll
-        for (int i = 0; i < N; i++) {
-            c += (uint64_t)a.l[i] + b.l[i];
-            r.l[i] = (uint32_t)c;
-            c >>= 32;
-        }
+        for (int i = 1; i < N; i++) addc_cc(r.l[i], b.l[i]);
         r.final_sub();
         return r;
     }
-    __device__ __forceinline__ friend mont_t operator-(const mont_t& a, const mont_t& b) {
-        mont_t r;
-        uint64_t borrow = 0;
+    // a − b, plus P when that borrowed.
+    __device__ __forceinline__ friend mont_t operator-(const mont_t& a_in, const mont_t& b) {
+        mont_t r = a_in;
+        sub_cc(r.l[0], b.l[0]);
 #pragma unroll
-        for (int i = 0; i < N; i++) {
-            uint64_t d = (uint64_t)a.l[i] - b.l[i] - borrow;
-            r.l[i] = (uint32_t)d;
-            borrow = (d >> 32) & 1;
-        }
-        if (borrow) {
-            uint64_t c = 0;
+        for (int i = 1; i < N; i++) subc_cc(r.l[i], b.l[i]);
+        const uint32_t add = borrow_mask();
+        add_cc(r.l[0], C::p(0) & add);
 #pragma unroll
-            for (int i = 0; i < N; i++) {
-                c += (uint64_t)r.l[i] + C::p(i);
-                r.l[i] = (uint32_t)c;
-                c >>= 32;
-            }
-        }
+        for (int i = 1; i < N; i++) addc_cc(r.l[i], C::p(i) & add);
         return r;
     }
-    __device__ __forceinline__ mont_t neg() const {
-        if (is_zero()) return *this;
-        mont_t r;
-        uint64_t borrow = 0;
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            uint64_t d = (uint64_t)C::p(i) - l[i] - borrow;
-            r.l[i] = (uint32_t)d;
-            borrow = (d >> 32) & 1;
-        }
-        return r;
-    }
+    __device__ __forceinline__ mont_t neg() const { return zero() - *this; }
     __device__ __forceinline__ mont_t dbl() const { return *this + *this; }
 
     // CIOS Montgomery multiplication, a * b / R mod P, with the running sum T kept as two
@@ -104,8 +79,11 @@ struct mont_t {
     // Y plus X's word 1 (its carry goes into the first step of the next Y chain, which sits at
     // that carry's weight), the new Y is X from word 2 on. X and Y each stay below 4·2^(32N), so
     // N + 1 words hold them.
-    static __device__ __forceinline__ mont_t mul_body(const mont_t& a, const mont_t& b) {
+    static __device__ __forceinline__ mont_t mul_body(const mont_t& a_in, const mont_t& b_in) {
         static_assert(N % 2 == 0, "even/odd split needs an even limb count");
+        // By value: with references into memory, nvcc reloads a limb for each asm statement that
+        // reads it, and ptxas cannot pair the lo and hi products of one limb into a wide one.
+        const mont_t a = a_in, b = b_in;
         uint32_t x[N + 1], y[N + 1];
         // row 0: fresh products, no carries
 #pragma unroll
@@ -147,7 +125,7 @@ struct mont_t {
 
     // m = X[0]·(−P^-1); X += P_even·m, Y += P_odd·m: afterwards X[0] = 0.
     static __device__ __forceinline__ void reduce_step(uint32_t (&x)[N + 1], uint32_t (&y)[N + 1]) {
-        const uint32_t m = x[0] * C::M0;
+        const uint32_t m = x[0] * C::m0();
         uint32_t p[N];
 #pragma unroll
         for (int j = 0; j < N; j++) p[j] = C::p(j);
