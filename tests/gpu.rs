@@ -206,7 +206,7 @@ fn gpu_benchmarks() {
     let dev = Gpu::enumerate("0").expect("device 0").remove(0);
     println!("| what | median ms | min | max |");
     let row = |r: gpu::BenchReport| println!("| {} | {:.2} | {:.2} | {:.2} |", r.what, r.median_ms, r.min_ms, r.max_ms);
-    row(gpu::bench_ntt(&dev, log).unwrap());
+    gpu::bench_ntt(&dev, log).unwrap().into_iter().for_each(row);
     gpu::bench_msm(&dev, 1 << log, Distribution::Filecoin, false).unwrap().into_iter().for_each(row);
     gpu::bench_msm(&dev, 1 << log, Distribution::Random, false).unwrap().into_iter().for_each(row);
     let shape = gpu::Shape { name: "bench", constraints: (1 << h_log) - 1000, aux: (1 << h_log) - 1000 };

@@ -158,7 +158,7 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
                         v.extend(snarkd::gpu::bench_msm(&dev, n, snarkd::gpu::Distribution::Random, true)?);
                         v
                     }
-                    "ntt" => vec![snarkd::gpu::bench_ntt(&dev, log_size)?],
+                    "ntt" => snarkd::gpu::bench_ntt(&dev, log_size)?,
                     _ => match shape.as_str() {
                         "porep-32g" => snarkd::gpu::bench_prove_shape(&dev, snarkd::gpu::POREP_32G)?,
                         other => anyhow::bail!("--shape: unknown shape {other:?} (porep-32g)"),

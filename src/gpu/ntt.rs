@@ -32,13 +32,28 @@ const BLOCK: u32 = 256;
 pub const MAX_LOG_N: u32 = 31;
 const _: () = assert!(MAX_LOG_N <= Fr::S);
 
+/// Most stages of the first pass and of a later one: (PASS_LOG, LATER_PASS_MAX), or for comparing
+/// plans in benchmarks `SNARKD_NTT_PASSES=first,later` (each 1..=PASS_LOG); unset in production.
+fn pass_limits() -> (u32, u32) {
+    static L: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    *L.get_or_init(|| {
+        let tuned = std::env::var("SNARKD_NTT_PASSES").ok().and_then(|v| {
+            let (f, l) = v.split_once(',')?;
+            let ok = |x: &str| x.trim().parse::<u32>().ok().filter(|x| (1..=PASS_LOG).contains(x));
+            Some((ok(f)?, ok(l)?))
+        });
+        tuned.unwrap_or((PASS_LOG, LATER_PASS_MAX))
+    })
+}
+
 /// The passes of a 2^log_n transform, as (first stage, stages), in ascending stage order: the
-/// first covers stages 0..min(PASS_LOG, log_n), the rest split what is left evenly.
+/// first covers stages 0..min(first, log_n), the rest split what is left evenly ([`pass_limits`]).
 fn pass_plan(log_n: u32) -> Vec<(u32, u32)> {
-    let first = log_n.min(PASS_LOG);
+    let (first_max, later_max) = pass_limits();
+    let first = log_n.min(first_max);
     let mut plan = vec![(0, first)];
     let rest = log_n - first;
-    let n = rest.div_ceil(LATER_PASS_MAX);
+    let n = rest.div_ceil(later_max);
     let mut st0 = first;
     for i in 0..n {
         let nst = rest / n + u32::from(i < rest % n);

@@ -325,17 +325,43 @@ pub fn bench_msm(dev: &GpuDevice, n: usize, dist: Distribution, g2: bool) -> Res
     ])
 }
 
-/// Forward NTT of 2^log_n elements already on the device.
-pub fn bench_ntt(dev: &GpuDevice, log_n: u32) -> Result<BenchReport, GpuError> {
+/// Forward NTT of 2^log_n elements already on the device, and h (its 7 transforms and the
+/// pointwise step) on a, b, c already there: the h row excludes the uploads that the stage
+/// overlaps with it.
+pub fn bench_ntt(dev: &GpuDevice, log_n: u32) -> Result<Vec<BenchReport>, GpuError> {
     let mut rng = StdRng::seed_from_u64(log_n as u64);
     let dom = Domain::new(dev, log_n)?;
-    let mut buf = dom.upload_padded(dev, &random_scalars(&mut rng, 1 << log_n, Distribution::Random))?;
+    let mut abc = Vec::new();
+    for _ in 0..3 {
+        abc.push(dom.upload_padded(dev, &random_scalars(&mut rng, 1 << log_n, Distribution::Random))?);
+    }
     let mut times = Vec::new();
     for _ in 0..=BENCH_RUNS {
-        times.push(dev.time_ms(|| dom.apply(dev, &mut buf, NttKind::Forward))?.1);
+        times.push(dev.time_ms(|| dom.apply(dev, &mut abc[0], NttKind::Forward))?.1);
     }
     times.remove(0);
-    Ok(median(times, format!("fr ntt 2^{log_n}")))
+    let mut h_times = Vec::new();
+    for _ in 0..=BENCH_RUNS {
+        // h consumes its buffers: copies, made outside the timing
+        let mut copies = Vec::new();
+        for x in &abc {
+            let mut y = dev.alloc::<DevFr>(x.len())?;
+            dev.stream().memcpy_dtod(x, &mut y).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+            copies.push(y);
+        }
+        let [mut a, mut b, mut c]: [CudaSlice<DevFr>; 3] = copies.try_into().map_err(|_| dev.err("h", "three buffers"))?;
+        h_times.push(
+            dev.time_ms(|| {
+                for x in [&mut a, &mut b, &mut c] {
+                    dom.to_coset(dev, x)?;
+                }
+                dom.h_from_coset(dev, [a, b, c])
+            })?
+            .1,
+        );
+    }
+    h_times.remove(0);
+    Ok(vec![median(times, format!("fr ntt 2^{log_n}")), median(h_times, format!("h 2^{log_n} (7 ntt + pointwise, no uploads)"))])
 }
 
 /// A proof shape for `snarkctl bench prove --shape`.
