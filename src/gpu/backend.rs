@@ -130,10 +130,10 @@ impl GpuBackend {
             (None, Some(Ok(p))) => p,
             _ => return Err(BackendError::Other("b_g2 msm on the cpu panicked".into())),
         };
-        let (h, l, a, b_g1) = (out.h, out.l, out.a, out.b_g1);
         let ms = |v: &[f32]| Duration::from_secs_f64(v.iter().map(|&t| t as f64).sum::<f64>() / 1e3);
         release((w.input.len() + w.aux.len()) as u64 * 32);
-        let proof = assemble(&srs.vk, &MsmResults { h, l, a, b_g1, b_g2 }, Fr::random(OsRng), Fr::random(OsRng))?;
+        let msms = MsmResults { h: out.h, l: out.l, a: out.a, b_g1: out.b_g1, b_g2 };
+        let proof = assemble(&srs.vk, &msms, Fr::random(OsRng), Fr::random(OsRng))?;
         Ok((proof, ProveTimings { ntt: ms(&out.steps[..1]), msm: ms(&out.steps[1..]), total: start.elapsed() }))
     }
 }
