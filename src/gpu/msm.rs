@@ -158,10 +158,28 @@ impl<C: Curve> DeviceBases<C> {
     }
 }
 
-/// The window width for `n` scalars on the windowed path.
+/// The window width for `n` scalars on the windowed path: about log2(n) − 8, moved by one where
+/// that width leaves the top window nearly empty ([`top_window_ok`]).
 pub fn window_bits(n: usize) -> u32 {
     let lg = ((n.max(1) as f64) * 1.5).log2().floor() as i64 - 8;
-    lg.clamp(MIN_WINDOW_BITS as i64, MAX_WINDOW_BITS as i64) as u32
+    let c = lg.clamp(MIN_WINDOW_BITS as i64, MAX_WINDOW_BITS as i64) as u32;
+    [c, c - 1, c + 1]
+        .into_iter()
+        .filter(|w| (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(w))
+        .find(|&w| top_window_ok(w))
+        .unwrap_or(c)
+}
+
+/// Whether the top window of width `c` spreads its points over enough buckets. Scalars have 255
+/// bits; the windows cover 256 so that the last signed digit's carry has a place. The top window
+/// then holds 255 − (windows − 1)·c bits plus that carry: with c = 15 none (every point of that
+/// window lands in bucket 1), with c = 14 three. Its few buckets then hold most points, cut into
+/// tasks that msm_*_gather adds up one after another in a single thread, about 2^(c + 1 − top)
+/// of them at the size this width is chosen for. Allow up to 2^6.
+fn top_window_ok(c: u32) -> bool {
+    let windows = SCALAR_BITS.div_ceil(c);
+    let top = (SCALAR_BITS - 1).saturating_sub((windows - 1) * c);
+    top + 5 >= c
 }
 
 /// `SNARKD_MSM_WINDOW` (4..=22), for comparing window widths in benchmarks; unset in production.
@@ -368,4 +386,23 @@ fn reduce_rows<C: Curve>(
         cols = half;
     }
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_widths_avoid_an_almost_empty_top_window() {
+        // c = 15 (top window: the carry only) and c = 14 (3 bits) are never chosen
+        assert_eq!(window_bits(1 << 23), 16);
+        assert_eq!(window_bits(1 << 22), 13);
+        assert_eq!(window_bits(1 << 24), 16);
+        assert_eq!(window_bits(1 << 27), 16);
+        for lg in 0..32 {
+            let c = window_bits(1 << lg);
+            assert!((MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&c), "2^{lg}: {c}");
+            assert!(top_window_ok(c) || c <= 6, "2^{lg}: c = {c}");
+        }
+    }
 }
