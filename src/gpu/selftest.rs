@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use super::device::{GpuDevice, GpuError};
 use cudarc::driver::CudaSlice;
 
-use super::msm::{msm, msm_device, DeviceBases, G1, G2};
+use super::msm::{msm, msm_device, window_bits, DeviceBases, G1, G2};
 use super::types::{AsDevice, DevFr};
 use super::ntt::{h_poly, ntt, Domain, NttKind};
 use super::stage::{self, StageBases, StageInput, STEPS};
@@ -279,6 +279,16 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
     let want: G1Projective = with_inf.iter().zip(&scalars).map(|(p, s)| G1Projective::from(p) * s).sum();
     let bases = DeviceBases::<G1>::upload(dev, &with_inf)?;
     check("g1 msm with an infinity base".into(), msm(dev, &bases, &scalars)? == want, String::new());
+    // Sizes whose window widths (13 at 2^21 + 7, 16 at 2^23 + 7) the small cases above never
+    // reach; bases repeat 2^10 distinct points, and blst checks the same sums.
+    let g1_distinct = random_points::<G1Projective>(&mut rng, 1 << 10);
+    for n in [(1usize << 21) + 7, (1 << 23) + 7] {
+        let pts: Vec<G1Projective> = (0..n).map(|i| g1_distinct[i % g1_distinct.len()]).collect();
+        let scalars = random_scalars(&mut rng, n, Distribution::Random);
+        let bases = DeviceBases::<G1>::upload(dev, &g1_affine(&pts))?;
+        let c = window_bits(n);
+        check(format!("g1 msm random n={n} (window {c})"), msm(dev, &bases, &scalars)? == G1Projective::multi_exp(&pts, &scalars), String::new());
+    }
 
     Ok(Report { device: dev.label(), seed, checks })
 }
