@@ -226,6 +226,11 @@ impl GpuDevice {
         unsafe { self.stream.alloc::<T>(n.max(1)) }.map_err(|e| self.err("cuMemAllocAsync", e))
     }
 
+    /// A new buffer holding a copy of `src`, made on the compute stream.
+    pub(crate) fn copy_of<T: DeviceRepr>(&self, src: &CudaSlice<T>) -> Result<CudaSlice<T>, GpuError> {
+        self.stream.clone_dtod(src).map_err(|e| self.err("cuMemcpyDtoDAsync", e))
+    }
+
     pub(crate) fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>, GpuError> {
         if host.is_empty() {
             // SAFETY: an unwritten one-element buffer that nothing reads.
@@ -348,12 +353,9 @@ impl GpuDevice {
 
     /// Milliseconds the device spends in `work`, measured with events on the stream.
     pub(crate) fn time_ms<T>(&self, work: impl FnOnce() -> Result<T, GpuError>) -> Result<(T, f32), GpuError> {
-        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let start = self.ctx.new_event(flags).map_err(|e| self.err("cuEventCreate", e))?;
-        let end = self.ctx.new_event(flags).map_err(|e| self.err("cuEventCreate", e))?;
-        start.record(&self.stream).map_err(|e| self.err("cuEventRecord", e))?;
+        let start = self.mark()?;
         let out = work()?;
-        end.record(&self.stream).map_err(|e| self.err("cuEventRecord", e))?;
+        let end = self.mark()?;
         end.synchronize().map_err(|e| self.err("cuEventSynchronize", e))?;
         let ms = start.elapsed_ms(&end).map_err(|e| self.err("cuEventElapsedTime", e))?;
         Ok((out, ms))

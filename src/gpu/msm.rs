@@ -290,8 +290,7 @@ fn windowed<C: Curve>(
     let mut start = dev.zeros::<u32>(keys as usize)?;
     dev.launch(&dev.k.msm_scan, "msm_scan").arg(&hist).arg(&mut start).arg(&keys).run((1, 1), SCAN_THREADS)?;
     drop(hist);
-    let mut cursor = dev.zeros::<u32>(keys as usize)?;
-    dev.stream().memcpy_dtod(&start, &mut cursor).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+    let mut cursor = dev.copy_of(&start)?;
     let mut sorted = dev.zeros::<u32>(sorted_len as usize)?;
     dev.launch(&dev.k.msm_scatter, "msm_scatter")
         .arg(s)

@@ -308,8 +308,7 @@ pub fn bench_msm(dev: &GpuDevice, n: usize, dist: Distribution, g2: bool) -> Res
     let master = dev.upload(Fr::as_device(&scalars))?;
     let mut run = |mut f: Box<dyn FnMut(&mut CudaSlice<DevFr>) -> Result<(), GpuError> + '_>| -> Result<(), GpuError> {
         for _ in 0..=BENCH_RUNS {
-            let mut s = dev.zeros::<DevFr>(n)?;
-            dev.stream().memcpy_dtod(&master, &mut s).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+            let mut s = dev.copy_of(&master)?;
             tc.push(dev.time_ms(|| f(&mut s))?.1);
             tu.push(dev.time_ms(|| dev.upload(Fr::as_device(&scalars)).map(drop))?.1);
             ts.push(dev.time_ms(|| dev.upload_scalars_new(Fr::as_device(&scalars)).map(drop))?.1);
@@ -353,13 +352,7 @@ pub fn bench_ntt(dev: &GpuDevice, log_n: u32) -> Result<Vec<BenchReport>, GpuErr
     let mut h_times = Vec::new();
     for _ in 0..=BENCH_RUNS {
         // h consumes its buffers: copies, made outside the timing
-        let mut copies = Vec::new();
-        for x in &abc {
-            let mut y = dev.alloc::<DevFr>(x.len())?;
-            dev.stream().memcpy_dtod(x, &mut y).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
-            copies.push(y);
-        }
-        let [mut a, mut b, mut c]: [CudaSlice<DevFr>; 3] = copies.try_into().map_err(|_| dev.err("h", "three buffers"))?;
+        let (mut a, mut b, mut c) = (dev.copy_of(&abc[0])?, dev.copy_of(&abc[1])?, dev.copy_of(&abc[2])?);
         h_times.push(
             dev.time_ms(|| {
                 for x in [&mut a, &mut b, &mut c] {

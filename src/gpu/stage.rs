@@ -15,7 +15,7 @@ use cudarc::driver::CudaEvent;
 use super::device::{GpuDevice, GpuError};
 use super::msm::{msm_device, DeviceBases, G1, G2};
 use super::ntt::Domain;
-use super::types::{AsDevice, DevFr};
+use super::types::AsDevice;
 
 /// The resident bases of one proof's MSMs. `b_g2` is `None` when B_G2 runs elsewhere.
 pub(crate) struct StageBases<'a> {
@@ -98,14 +98,7 @@ pub(crate) fn run(
         marks.push(dev.mark()?);
         // each MSM converts its scalars in place: B_G2 gets a copy
         let mut b1 = dev.ready(b)?;
-        let b2 = match bases.b_g2 {
-            Some(_) => {
-                let mut b2 = dev.alloc::<DevFr>(n_b)?;
-                dev.stream().memcpy_dtod(&b1, &mut b2).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
-                Some(b2)
-            }
-            None => None,
-        };
+        let b2 = bases.b_g2.map(|_| dev.copy_of(&b1)).transpose()?;
         let g_b1 = msm_device(dev, bases.b_g1, &mut b1, n_b)?;
         drop(b1);
         marks.push(dev.mark()?);
