@@ -64,6 +64,18 @@ fn montgomery_multiply_add_and_subtract_match_blstrs() {
             want.push([words::<Fr, 8>(&(*a * b)), words(&(*a + b)), words(&(*a - b))].concat());
         }
     }
+    // Fp2 (u² = −1, the lazy-reduction Karatsuba): every pair of edge values, then random pairs
+    let fp2: Vec<(Fp, Fp)> =
+        fp[..5].iter().flat_map(|&c0| fp[..5].iter().map(move |&c1| (c0, c1))).chain(fp[5..].chunks(2).map(|c| (c[0], c[1]))).collect();
+    let w = |x: Fp| words::<Fp, 12>(&x);
+    for (i, &(a0, a1)) in fp2.iter().enumerate() {
+        for (b0, b1) in [fp2[(i * 7 + 3) % fp2.len()], (a0, a1), fp2[i % 25]] {
+            let (a, b) = ([w(a0), w(a1)].concat(), [w(b0), w(b1)].concat());
+            input.push_str(&line::<24>("fp2", a.try_into().expect("24 words"), b.try_into().expect("24 words")));
+            input.push('\n');
+            want.push([w(a0 * b0 - a1 * b1), w(a0 * b1 + a1 * b0), w(a0 + b0), w(a1 + b1), w(a0 - b0), w(a1 - b1)].concat());
+        }
+    }
     let exe = host_program();
     let mut child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("run host_field");
     // fed from a thread: the program answers line by line, so a full stdout pipe would stop it

@@ -123,6 +123,97 @@ struct mont_t {
         return r;
     }
 
+    // The whole product a·b (2N words, no reduction), by mul_body's rows without their
+    // reduction steps: after row i the lowest word of the window is final and is written out.
+    // Operands may be any N-word values (Fp2's Karatsuba multiplies sums below 2P).
+    static __device__ __forceinline__ void mul_wide(const mont_t& a_in, const mont_t& b_in, uint32_t (&t)[2 * N]) {
+        const mont_t a = a_in, b = b_in;
+        uint32_t x[N + 1], y[N + 1];
+#pragma unroll
+        for (int k = 0; k < N / 2; k++) {
+            x[2 * k] = mul_lo(a.l[2 * k], b.l[0]);
+            x[2 * k + 1] = mul_hi(a.l[2 * k], b.l[0]);
+            y[2 * k] = mul_lo(a.l[2 * k + 1], b.l[0]);
+            y[2 * k + 1] = mul_hi(a.l[2 * k + 1], b.l[0]);
+        }
+        x[N] = 0;
+        y[N] = 0;
+        t[0] = x[0];
+#pragma unroll
+        for (int i = 1; i < N; i++) {
+            uint32_t nx[N + 1], ny[N + 1];
+#pragma unroll
+            for (int j = 0; j <= N; j++) nx[j] = y[j];
+#pragma unroll
+            for (int j = 0; j < N - 1; j++) ny[j] = x[j + 2];
+            ny[N - 1] = 0;
+            ny[N] = 0;
+            add_cc(nx[0], x[1]);
+            chain<true, 1>(ny, a.l, b.l[i]);
+            chain<false, 0>(nx, a.l, b.l[i]);
+#pragma unroll
+            for (int j = 0; j <= N; j++) x[j] = nx[j], y[j] = ny[j];
+            t[i] = x[0];
+        }
+        // the rest, (window − X[0]) / 2^32 = Y + X[1..], is below 2^(32N)
+        add_cc(y[0], x[1]);
+#pragma unroll
+        for (int j = 1; j < N; j++) addc_cc(y[j], x[j + 1]);
+#pragma unroll
+        for (int j = 0; j < N; j++) t[N + j] = y[j];
+    }
+
+    // Montgomery reduction of a 2N-word T < P·R (a sum or difference of two products of values
+    // below P, or one product of sums below 2P), fully reduced: T / R mod P. The low half goes through the reduction steps
+    // ((T_lo + M·P) / R ≤ P), the high half (< P) is added after: the sum stays below 2P.
+    static __device__ __forceinline__ mont_t redc_wide(const uint32_t (&t)[2 * N]) {
+        uint32_t x[N + 1], y[N + 1];
+#pragma unroll
+        for (int j = 0; j < N; j++) x[j] = t[j], y[j] = 0;
+        x[N] = 0;
+        y[N] = 0;
+        reduce_step(x, y);
+#pragma unroll
+        for (int i = 1; i < N; i++) {
+            uint32_t nx[N + 1], ny[N + 1];
+#pragma unroll
+            for (int j = 0; j <= N; j++) nx[j] = y[j];
+#pragma unroll
+            for (int j = 0; j < N - 1; j++) ny[j] = x[j + 2];
+            ny[N - 1] = 0;
+            ny[N] = 0;
+            add_cc(nx[0], x[1]);
+            const uint32_t m = nx[0] * C::m0();
+            uint32_t p[N];
+#pragma unroll
+            for (int j = 0; j < N; j++) p[j] = C::p(j);
+            chain<true, 1>(ny, p, m); // takes the carry of nx[0] + x[1], which weighs as ny[0]
+            chain<false, 0>(nx, p, m);
+#pragma unroll
+            for (int j = 0; j <= N; j++) x[j] = nx[j], y[j] = ny[j];
+        }
+        mont_t r;
+        add_cc(y[0], x[1]);
+#pragma unroll
+        for (int j = 1; j < N; j++) addc_cc(y[j], x[j + 1]);
+        add_cc(y[0], t[N]);
+#pragma unroll
+        for (int j = 1; j < N; j++) addc_cc(y[j], t[N + j]);
+#pragma unroll
+        for (int j = 0; j < N; j++) r.l[j] = y[j];
+        r.final_sub();
+        return r;
+    }
+
+    // a + b without the final subtraction (< 2P, which N words hold).
+    __device__ __forceinline__ static mont_t add_unreduced(const mont_t& a, const mont_t& b) {
+        mont_t r = a;
+        add_cc(r.l[0], b.l[0]);
+#pragma unroll
+        for (int i = 1; i < N; i++) addc_cc(r.l[i], b.l[i]);
+        return r;
+    }
+
     // m = X[0]·(−P^-1); X += P_even·m, Y += P_odd·m: afterwards X[0] = 0.
     static __device__ __forceinline__ void reduce_step(uint32_t (&x)[N + 1], uint32_t (&y)[N + 1]) {
         const uint32_t m = x[0] * C::m0();

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use blstrs::{G1Projective, G2Projective, Scalar as Fr};
 use cudarc::driver::CudaEvent;
 
-use super::device::{GpuDevice, GpuError};
+use super::device::{GpuDevice, GpuError, Upload};
 use super::msm::{msm_device, DeviceBases, G1, G2};
 use super::ntt::Domain;
 use super::types::AsDevice;
@@ -76,28 +76,38 @@ pub(crate) fn run(
         let mut h = dom.h(dev, inp.a, inp.b, inp.c)?;
         uploaded();
         marks.push(dev.mark()?);
-        let up = scope.spawn(move || -> Result<_, GpuError> {
-            let aux = dev.upload_async(Fr::as_device(inp.aux), aux_buf)?;
+        // each upload is handed over as soon as its host side is done, so L starts while A's and
+        // B's scalars are still being collected and staged
+        let (tx, rx) = std::sync::mpsc::channel::<Upload>();
+        let mut up = Some(scope.spawn(move || -> Result<(), GpuError> {
+            // a send fails only when the stage has already given up on an error of its own
+            let _ = tx.send(dev.upload_async(Fr::as_device(inp.aux), aux_buf)?);
             let a = (inp.a_scalars)();
-            let a = dev.upload_async(Fr::as_device(&a), a_buf)?;
+            let _ = tx.send(dev.upload_async(Fr::as_device(&a), a_buf)?);
             let b = (inp.b_scalars)();
-            let b = dev.upload_async(Fr::as_device(&b), b_buf)?;
-            Ok((aux, a, b))
-        });
+            let _ = tx.send(dev.upload_async(Fr::as_device(&b), b_buf)?);
+            Ok(())
+        }));
+        let mut next_upload = || -> Result<Upload, GpuError> {
+            rx.recv().map_err(|_| match up.take().map(|t| t.join()) {
+                Some(Ok(Err(e))) => e,
+                Some(Err(_)) => dev.err("upload", "the upload thread panicked"),
+                _ => dev.err("upload", "the upload thread stopped early"),
+            })
+        };
         let g_h = msm_device(dev, bases.h, &mut h, m - 1)?;
         drop(h);
         marks.push(dev.mark()?);
-        let (aux, a, b) = up.join().map_err(|_| dev.err("upload", "the upload thread panicked"))??;
-        let mut l = dev.ready(aux)?;
+        let mut l = dev.ready(next_upload()?)?;
         let g_l = msm_device(dev, bases.l, &mut l, n_aux)?;
         drop(l);
         marks.push(dev.mark()?);
-        let mut a = dev.ready(a)?;
+        let mut a = dev.ready(next_upload()?)?;
         let g_a = msm_device(dev, bases.a, &mut a, n_a)?;
         drop(a);
         marks.push(dev.mark()?);
         // each MSM converts its scalars in place: B_G2 gets a copy
-        let mut b1 = dev.ready(b)?;
+        let mut b1 = dev.ready(next_upload()?)?;
         let b2 = bases.b_g2.map(|_| dev.copy_of(&b1)).transpose()?;
         let g_b1 = msm_device(dev, bases.b_g1, &mut b1, n_b)?;
         drop(b1);
