@@ -85,38 +85,18 @@ struct mont_t {
         // reads it, and ptxas cannot pair the lo and hi products of one limb into a wide one.
         const mont_t a = a_in, b = b_in;
         uint32_t x[N + 1], y[N + 1];
-        // row 0: fresh products, no carries
-#pragma unroll
-        for (int k = 0; k < N / 2; k++) {
-            x[2 * k] = mul_lo(a.l[2 * k], b.l[0]);
-            x[2 * k + 1] = mul_hi(a.l[2 * k], b.l[0]);
-            y[2 * k] = mul_lo(a.l[2 * k + 1], b.l[0]);
-            y[2 * k + 1] = mul_hi(a.l[2 * k + 1], b.l[0]);
-        }
-        x[N] = 0;
-        y[N] = 0;
+        first_row(x, y, a.l, b.l[0]);
         reduce_step(x, y);
 #pragma unroll
         for (int i = 1; i < N; i++) {
-            uint32_t nx[N + 1], ny[N + 1];
-#pragma unroll
-            for (int j = 0; j <= N; j++) nx[j] = y[j];
-#pragma unroll
-            for (int j = 0; j < N - 1; j++) ny[j] = x[j + 2];
-            ny[N - 1] = 0;
-            ny[N] = 0;
-            add_cc(nx[0], x[1]);                    // its carry weighs 2^32, as ny[0] does
-            chain<true, 1>(ny, a.l, b.l[i]);        // ny += a_odd · b_i, taking that carry
-            chain<false, 0>(nx, a.l, b.l[i]);       // nx += a_even · b_i
-            reduce_step(nx, ny);
-#pragma unroll
-            for (int j = 0; j <= N; j++) x[j] = nx[j], y[j] = ny[j];
+            shift_word(x, y);
+            chain<true, 1>(y, a.l, b.l[i]);  // y += a_odd · b_i, taking shift_word's carry
+            chain<false, 0>(x, a.l, b.l[i]); // x += a_even · b_i
+            reduce_step(x, y);
         }
-        // T / 2^32 = Y + X[1..]; T < 2P < 2^(32N), so the top word is 0
+        // T / 2^32; T < 2P < 2^(32N)
+        fold(x, y);
         mont_t r;
-        add_cc(y[0], x[1]);
-#pragma unroll
-        for (int j = 1; j < N; j++) addc_cc(y[j], x[j + 1]);
 #pragma unroll
         for (int j = 0; j < N; j++) r.l[j] = y[j];
         r.final_sub();
@@ -129,43 +109,25 @@ struct mont_t {
     static __device__ __forceinline__ void mul_wide(const mont_t& a_in, const mont_t& b_in, uint32_t (&t)[2 * N]) {
         const mont_t a = a_in, b = b_in;
         uint32_t x[N + 1], y[N + 1];
-#pragma unroll
-        for (int k = 0; k < N / 2; k++) {
-            x[2 * k] = mul_lo(a.l[2 * k], b.l[0]);
-            x[2 * k + 1] = mul_hi(a.l[2 * k], b.l[0]);
-            y[2 * k] = mul_lo(a.l[2 * k + 1], b.l[0]);
-            y[2 * k + 1] = mul_hi(a.l[2 * k + 1], b.l[0]);
-        }
-        x[N] = 0;
-        y[N] = 0;
+        first_row(x, y, a.l, b.l[0]);
         t[0] = x[0];
 #pragma unroll
         for (int i = 1; i < N; i++) {
-            uint32_t nx[N + 1], ny[N + 1];
-#pragma unroll
-            for (int j = 0; j <= N; j++) nx[j] = y[j];
-#pragma unroll
-            for (int j = 0; j < N - 1; j++) ny[j] = x[j + 2];
-            ny[N - 1] = 0;
-            ny[N] = 0;
-            add_cc(nx[0], x[1]);
-            chain<true, 1>(ny, a.l, b.l[i]);
-            chain<false, 0>(nx, a.l, b.l[i]);
-#pragma unroll
-            for (int j = 0; j <= N; j++) x[j] = nx[j], y[j] = ny[j];
+            shift_word(x, y);
+            chain<true, 1>(y, a.l, b.l[i]);
+            chain<false, 0>(x, a.l, b.l[i]);
             t[i] = x[0];
         }
-        // the rest, (window − X[0]) / 2^32 = Y + X[1..], is below 2^(32N)
-        add_cc(y[0], x[1]);
-#pragma unroll
-        for (int j = 1; j < N; j++) addc_cc(y[j], x[j + 1]);
+        // the rest, (window − X[0]) / 2^32, is below 2^(32N)
+        fold(x, y);
 #pragma unroll
         for (int j = 0; j < N; j++) t[N + j] = y[j];
     }
 
     // Montgomery reduction of a 2N-word T < P·R (a sum or difference of two products of values
-    // below P, or one product of sums below 2P), fully reduced: T / R mod P. The low half goes through the reduction steps
-    // ((T_lo + M·P) / R ≤ P), the high half (< P) is added after: the sum stays below 2P.
+    // below P, or one product of sums below 2P), fully reduced: T / R mod P. The low half goes
+    // through the reduction steps ((T_lo + M·P) / R ≤ P), the high half (< P) is added after: the
+    // sum stays below 2P.
     static __device__ __forceinline__ mont_t redc_wide(const uint32_t (&t)[2 * N]) {
         uint32_t x[N + 1], y[N + 1];
 #pragma unroll
@@ -175,34 +137,55 @@ struct mont_t {
         reduce_step(x, y);
 #pragma unroll
         for (int i = 1; i < N; i++) {
-            uint32_t nx[N + 1], ny[N + 1];
-#pragma unroll
-            for (int j = 0; j <= N; j++) nx[j] = y[j];
-#pragma unroll
-            for (int j = 0; j < N - 1; j++) ny[j] = x[j + 2];
-            ny[N - 1] = 0;
-            ny[N] = 0;
-            add_cc(nx[0], x[1]);
-            const uint32_t m = nx[0] * C::m0();
-            uint32_t p[N];
-#pragma unroll
-            for (int j = 0; j < N; j++) p[j] = C::p(j);
-            chain<true, 1>(ny, p, m); // takes the carry of nx[0] + x[1], which weighs as ny[0]
-            chain<false, 0>(nx, p, m);
-#pragma unroll
-            for (int j = 0; j <= N; j++) x[j] = nx[j], y[j] = ny[j];
+            shift_word(x, y);
+            reduce_step<true>(x, y);
         }
-        mont_t r;
-        add_cc(y[0], x[1]);
-#pragma unroll
-        for (int j = 1; j < N; j++) addc_cc(y[j], x[j + 1]);
+        fold(x, y);
         add_cc(y[0], t[N]);
 #pragma unroll
         for (int j = 1; j < N; j++) addc_cc(y[j], t[N + j]);
+        mont_t r;
 #pragma unroll
         for (int j = 0; j < N; j++) r.l[j] = y[j];
         r.final_sub();
         return r;
+    }
+
+    // Row 0 of a product: x, y = the products of a's even and odd limbs with s (no carries).
+    static __device__ __forceinline__ void first_row(uint32_t (&x)[N + 1], uint32_t (&y)[N + 1], const uint32_t (&a)[N],
+                                                     uint32_t s) {
+#pragma unroll
+        for (int k = 0; k < N / 2; k++) {
+            x[2 * k] = mul_lo(a[2 * k], s);
+            x[2 * k + 1] = mul_hi(a[2 * k], s);
+            y[2 * k] = mul_lo(a[2 * k + 1], s);
+            y[2 * k + 1] = mul_hi(a[2 * k + 1], s);
+        }
+        x[N] = 0;
+        y[N] = 0;
+    }
+
+    // T = X + Y·2^32 shifted right by a word, once X[0] is spent (reduced to 0 or written out):
+    // the new X is Y plus X[1], whose carry stays in the flag for the next chain into the new Y
+    // (it sits at that carry's weight); the new Y is X from word 2 on.
+    static __device__ __forceinline__ void shift_word(uint32_t (&x)[N + 1], uint32_t (&y)[N + 1]) {
+        uint32_t nx[N + 1], ny[N + 1];
+#pragma unroll
+        for (int j = 0; j <= N; j++) nx[j] = y[j];
+#pragma unroll
+        for (int j = 0; j < N - 1; j++) ny[j] = x[j + 2];
+        ny[N - 1] = 0;
+        ny[N] = 0;
+        add_cc(nx[0], x[1]);
+#pragma unroll
+        for (int j = 0; j <= N; j++) x[j] = nx[j], y[j] = ny[j];
+    }
+
+    // The window's value over 2^32 (X[0] spent) into y[0..N): Y + X[1..], whose top word is 0.
+    static __device__ __forceinline__ void fold(uint32_t (&x)[N + 1], uint32_t (&y)[N + 1]) {
+        add_cc(y[0], x[1]);
+#pragma unroll
+        for (int j = 1; j < N; j++) addc_cc(y[j], x[j + 1]);
     }
 
     // a + b without the final subtraction (< 2P, which N words hold).
@@ -214,13 +197,15 @@ struct mont_t {
         return r;
     }
 
-    // m = X[0]·(−P^-1); X += P_even·m, Y += P_odd·m: afterwards X[0] = 0.
+    // m = X[0]·(−P^-1); X += P_even·m, Y += P_odd·m: afterwards X[0] = 0. With CARRY_IN the Y
+    // chain also takes the carry flag (shift_word's, when no product row came between).
+    template <bool CARRY_IN = false>
     static __device__ __forceinline__ void reduce_step(uint32_t (&x)[N + 1], uint32_t (&y)[N + 1]) {
         const uint32_t m = x[0] * C::m0();
         uint32_t p[N];
 #pragma unroll
         for (int j = 0; j < N; j++) p[j] = C::p(j);
-        chain<false, 1>(y, p, m);
+        chain<CARRY_IN, 1>(y, p, m);
         chain<false, 0>(x, p, m);
     }
 
