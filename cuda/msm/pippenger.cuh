@@ -76,14 +76,20 @@ extern "C" __global__ void msm_classify(const fr_t* s, uint32_t n, uint32_t* one
     warp_append(valid && nz && !is_one, i, big, &counts[1]);
 }
 
-// hist[win * nbuckets + |d| - 1] += 1 for every nonzero digit of the listed scalars.
+// hist[win * nbuckets + |d| - 1] += 1 for every nonzero digit of the listed scalars, one thread
+// a scalar for all windows: the scalar is read once instead of once a window (16 reads of 32
+// bytes for each of 2^27 scalars at c = 16) and each digit's carry comes from the one before;
+// the additions do not wait for their results. 2^27 scalars at c = 16: 50.4 -> 23.3 ms.
 extern "C" __global__ void msm_hist(const fr_t* s, const uint32_t* big, const uint32_t* counts, uint32_t c,
                                     uint32_t nwin, uint32_t* hist) {
     uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-    uint32_t win = blockIdx.y;
-    if (k >= counts[1] || win >= nwin) return;
-    uint32_t d = signed_digit(s[big[k]], win, c);
-    if (d) atomicAdd(&hist[win * (1u << (c - 1)) + (d & ~MSM_SIGN_BIT) - 1], 1);
+    if (k >= counts[1]) return;
+    const fr_t v = s[big[k]];
+    uint32_t carry = 0;
+    for (uint32_t w = 0; w < nwin; w++) {
+        uint32_t d = next_digit(v, w, c, carry);
+        if (d) atomicAdd(&hist[w * (1u << (c - 1)) + (d & ~MSM_SIGN_BIT) - 1], 1);
+    }
 }
 
 // Exclusive prefix sum of n counters, one block of MSM_SCAN_THREADS threads.
@@ -112,7 +118,9 @@ extern "C" __global__ void msm_scan(const uint32_t* in, uint32_t* out, uint32_t 
 }
 
 // Places each (point index | sign) at its bucket's cursor; cursors start at the scan and end at
-// the bucket's end.
+// the bucket's end. One thread a scalar and window (blockIdx.y): each needs its cursor's old
+// value before it can write, and one thread walking all windows waited for 16 such round trips
+// in turn (2^27 scalars at c = 16: 88.5 -> 110.0 ms).
 extern "C" __global__ void msm_scatter(const fr_t* s, const uint32_t* big, const uint32_t* counts, uint32_t c,
                                        uint32_t nwin, uint32_t* cursor, uint32_t* sorted) {
     uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
@@ -123,36 +131,6 @@ extern "C" __global__ void msm_scatter(const fr_t* s, const uint32_t* big, const
     if (!d) return;
     uint32_t pos = atomicAdd(&cursor[win * (1u << (c - 1)) + (d & ~MSM_SIGN_BIT) - 1], 1);
     sorted[pos] = idx | (d & MSM_SIGN_BIT);
-}
-
-// msm_hist and msm_scatter with one thread a scalar for all windows: the scalar is read once
-// instead of once a window (16 reads of 32 bytes for each of 2^27 scalars at c = 16), and each
-// digit's carry comes from the one before instead of from the windows below again.
-extern "C" __global__ void msm_hist_all(const fr_t* s, const uint32_t* big, const uint32_t* counts, uint32_t c,
-                                        uint32_t nwin, uint32_t* hist) {
-    uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= counts[1]) return;
-    const fr_t v = s[big[k]];
-    uint32_t carry = 0;
-    for (uint32_t w = 0; w < nwin; w++) {
-        uint32_t d = next_digit(v, w, c, carry);
-        if (d) atomicAdd(&hist[w * (1u << (c - 1)) + (d & ~MSM_SIGN_BIT) - 1], 1);
-    }
-}
-
-extern "C" __global__ void msm_scatter_all(const fr_t* s, const uint32_t* big, const uint32_t* counts, uint32_t c,
-                                           uint32_t nwin, uint32_t* cursor, uint32_t* sorted) {
-    uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= counts[1]) return;
-    const uint32_t idx = big[k];
-    const fr_t v = s[idx];
-    uint32_t carry = 0;
-    for (uint32_t w = 0; w < nwin; w++) {
-        uint32_t d = next_digit(v, w, c, carry);
-        if (!d) continue;
-        uint32_t pos = atomicAdd(&cursor[w * (1u << (c - 1)) + (d & ~MSM_SIGN_BIT) - 1], 1);
-        sorted[pos] = idx | (d & MSM_SIGN_BIT);
-    }
 }
 
 extern "C" __global__ void msm_task_count(const uint32_t* start, const uint32_t* end, uint32_t keys,

@@ -190,13 +190,6 @@ fn tuned_window() -> Option<u32> {
     })
 }
 
-/// `SNARKD_MSM_SORT=per-window`: the counting sort's kernels with one thread a scalar and window
-/// (the older kernels, for comparing in benchmarks); unset in production.
-fn per_window_sort() -> bool {
-    static P: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *P.get_or_init(|| std::env::var("SNARKD_MSM_SORT").as_deref() == Ok("per-window"))
-}
-
 /// Runs of buckets per window in the segment step: a power of two, so it divides the bucket count.
 fn segments_per_window(nbuckets: u32, nwin: u32) -> u32 {
     (SEGMENT_THREADS / nwin).max(1).next_power_of_two().min((nbuckets / MIN_SEGMENT).max(1))
@@ -284,26 +277,23 @@ fn windowed<C: Curve>(
     let xyzz = std::mem::size_of::<C::DevXyzz>() as u64;
     dev.reserve("msm buckets", sorted_len * 4 + max_tasks * (8 + xyzz) + keys as u64 * (16 + 2 * xyzz))?;
     let mut hist = dev.zeros::<u32>(keys as usize)?;
-    // one thread a scalar for all windows, or (for comparison) one a scalar and window
-    let per_window = per_window_sort();
-    let (hist_k, scatter_k) =
-        if per_window { (&dev.k.msm_hist, &dev.k.msm_scatter) } else { (&dev.k.msm_hist_all, &dev.k.msm_scatter_all) };
-    let grid = (blocks(n_big as u64, INDEX_BLOCK), if per_window { nwin } else { 1 });
-    dev.launch(hist_k, "msm_hist")
+    // the histogram takes one thread a scalar, the scatter one a scalar and window
+    dev.launch(&dev.k.msm_hist, "msm_hist")
         .arg(s)
         .arg(big)
         .arg(counts)
         .arg(&c)
         .arg(&nwin)
         .arg(&mut hist)
-        .run(grid, INDEX_BLOCK)?;
+        .run((blocks(n_big as u64, INDEX_BLOCK), 1), INDEX_BLOCK)?;
     trace.mark(dev, &format!("hist ({n_big} scalars, c = {c})"))?;
     let mut start = dev.zeros::<u32>(keys as usize)?;
     dev.launch(&dev.k.msm_scan, "msm_scan").arg(&hist).arg(&mut start).arg(&keys).run((1, 1), SCAN_THREADS)?;
     drop(hist);
     let mut cursor = dev.copy_of(&start)?;
     let mut sorted = dev.zeros::<u32>(sorted_len as usize)?;
-    dev.launch(scatter_k, "msm_scatter")
+    let grid = (blocks(n_big as u64, INDEX_BLOCK), nwin);
+    dev.launch(&dev.k.msm_scatter, "msm_scatter")
         .arg(s)
         .arg(big)
         .arg(counts)
