@@ -97,20 +97,14 @@ struct fp2_t {
         uint32_t t2[W], t0[W], t1[W];
         fp_t::mul_wide(fp_t::add_unreduced(a.c0, a.c1), fp_t::add_unreduced(b.c0, b.c1), t2);
         fp_t::mul_wide(a.c0, b.c0, t0);
-        sub_cc(t2[0], t0[0]);
-#pragma unroll
-        for (int i = 1; i < W; i++) subc_cc(t2[i], t0[i]);
+        sub_words(t2, t0);
         fp_t::mul_wide(a.c1, b.c1, t1);
-        sub_cc(t2[0], t1[0]);
-#pragma unroll
-        for (int i = 1; i < W; i++) subc_cc(t2[i], t1[i]);
-        sub_cc(t0[0], t1[0]);
-#pragma unroll
-        for (int i = 1; i < W; i++) subc_cc(t0[i], t1[i]);
+        sub_words(t2, t1);
+        sub_words(t0, t1);
         const uint32_t neg = borrow_mask();
-        add_cc(t0[0], fp_consts::p2(0) & neg);
 #pragma unroll
-        for (int i = 1; i < W; i++) addc_cc(t0[i], fp_consts::p2(i) & neg);
+        for (int i = 0; i < W; i++) t1[i] = fp_consts::p2(i) & neg;
+        add_words(t0, t1);
         return {fp_t::redc_wide(t0), fp_t::redc_wide(t2)};
     }
     // Out of line, as fp_t's multiplication is (one copy per kernel keeps compile times down).

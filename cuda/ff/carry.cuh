@@ -52,3 +52,18 @@ CARRY_FN void sub_cc(uint32_t& d, uint32_t a) { sub_with(d, a); }
 CARRY_FN void subc_cc(uint32_t& d, uint32_t a) { sub_with(d, (uint64_t)a + carry_flag); }
 CARRY_FN uint32_t borrow_mask() { return 0u - carry_flag; }
 #endif
+
+// d += s and d −= s over W words, each one carry (borrow) chain; the last carry or borrow stays in
+// the flag (borrow_mask reads it).
+template <int W>
+CARRY_FN void add_words(uint32_t (&d)[W], const uint32_t (&s)[W]) {
+    add_cc(d[0], s[0]);
+#pragma unroll
+    for (int i = 1; i < W; i++) addc_cc(d[i], s[i]);
+}
+template <int W>
+CARRY_FN void sub_words(uint32_t (&d)[W], const uint32_t (&s)[W]) {
+    sub_cc(d[0], s[0]);
+#pragma unroll
+    for (int i = 1; i < W; i++) subc_cc(d[i], s[i]);
+}

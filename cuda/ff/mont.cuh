@@ -34,36 +34,30 @@ struct mont_t {
 
     // r = r - P when r >= P: subtract, then keep the difference unless it borrowed.
     __device__ __forceinline__ void final_sub() {
-        uint32_t t[N];
+        uint32_t t[N], p[N];
 #pragma unroll
-        for (int i = 0; i < N; i++) t[i] = l[i];
-        sub_cc(t[0], C::p(0));
-#pragma unroll
-        for (int i = 1; i < N; i++) subc_cc(t[i], C::p(i));
+        for (int i = 0; i < N; i++) t[i] = l[i], p[i] = C::p(i);
+        sub_words(t, p);
         const uint32_t keep = borrow_mask();
 #pragma unroll
         for (int i = 0; i < N; i++) l[i] = (l[i] & keep) | (t[i] & ~keep);
     }
 
     // Both operands < P, and P leaves a spare top bit: the sum never carries out of N limbs.
-    __device__ __forceinline__ friend mont_t operator+(const mont_t& a_in, const mont_t& b) {
-        mont_t r = a_in;
-        add_cc(r.l[0], b.l[0]);
-#pragma unroll
-        for (int i = 1; i < N; i++) addc_cc(r.l[i], b.l[i]);
+    __device__ __forceinline__ friend mont_t operator+(const mont_t& a, const mont_t& b) {
+        mont_t r = add_unreduced(a, b);
         r.final_sub();
         return r;
     }
     // a − b, plus P when that borrowed.
     __device__ __forceinline__ friend mont_t operator-(const mont_t& a_in, const mont_t& b) {
         mont_t r = a_in;
-        sub_cc(r.l[0], b.l[0]);
-#pragma unroll
-        for (int i = 1; i < N; i++) subc_cc(r.l[i], b.l[i]);
+        sub_words(r.l, b.l);
         const uint32_t add = borrow_mask();
-        add_cc(r.l[0], C::p(0) & add);
+        uint32_t p[N];
 #pragma unroll
-        for (int i = 1; i < N; i++) addc_cc(r.l[i], C::p(i) & add);
+        for (int i = 0; i < N; i++) p[i] = C::p(i) & add;
+        add_words(r.l, p);
         return r;
     }
     __device__ __forceinline__ mont_t neg() const { return zero() - *this; }
@@ -141,12 +135,10 @@ struct mont_t {
             reduce_step<true>(x, y);
         }
         fold(x, y);
-        add_cc(y[0], t[N]);
+        mont_t r, hi;
 #pragma unroll
-        for (int j = 1; j < N; j++) addc_cc(y[j], t[N + j]);
-        mont_t r;
-#pragma unroll
-        for (int j = 0; j < N; j++) r.l[j] = y[j];
+        for (int j = 0; j < N; j++) r.l[j] = y[j], hi.l[j] = t[N + j];
+        add_words(r.l, hi.l);
         r.final_sub();
         return r;
     }
@@ -191,9 +183,7 @@ struct mont_t {
     // a + b without the final subtraction (< 2P, which N words hold).
     __device__ __forceinline__ static mont_t add_unreduced(const mont_t& a, const mont_t& b) {
         mont_t r = a;
-        add_cc(r.l[0], b.l[0]);
-#pragma unroll
-        for (int i = 1; i < N; i++) addc_cc(r.l[i], b.l[i]);
+        add_words(r.l, b.l);
         return r;
     }
 
