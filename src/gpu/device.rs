@@ -95,9 +95,9 @@ pub struct Kernels {
     pub msm_classify: CudaFunction,
     pub msm_hist: CudaFunction,
     pub msm_scan: CudaFunction,
+    pub msm_tile_sums: CudaFunction,
+    pub msm_tile_scan: CudaFunction,
     pub msm_scatter: CudaFunction,
-    pub msm_task_count: CudaFunction,
-    pub msm_task_fill: CudaFunction,
     pub g1: CurveKernels,
     pub g2: CurveKernels,
 }
@@ -176,9 +176,9 @@ impl GpuDevice {
             msm_classify: f("msm_classify")?,
             msm_hist: f("msm_hist")?,
             msm_scan: f("msm_scan")?,
+            msm_tile_sums: f("msm_tile_sums")?,
+            msm_tile_scan: f("msm_tile_scan")?,
             msm_scatter: f("msm_scatter")?,
-            msm_task_count: f("msm_task_count")?,
-            msm_task_fill: f("msm_task_fill")?,
             g1: curve("g1")?,
             g2: curve("g2")?,
         };

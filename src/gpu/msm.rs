@@ -13,13 +13,23 @@ use group::Group;
 use super::device::{blocks, CurveKernels, GpuDevice, GpuError, Kernels};
 use super::types::{AsDevice, DevFr, DevG1Affine, DevG1Xyzz, DevG2Affine, DevG2Xyzz};
 
-/* must match MSM_SCALAR_BITS, MSM_TASK_POINTS and MSM_SCAN_THREADS in cuda/msm/pippenger.cuh */
+/* must match MSM_SCALAR_BITS, MSM_CHUNK, MSM_SCAN_THREADS, MSM_SCAN_TILE and MSM_INDEX_BLOCK in
+cuda/msm/pippenger.cuh */
 const SCALAR_BITS: u32 = 256;
-const TASK_POINTS: u64 = 128;
+const CHUNK: u64 = 256;
 const SCAN_THREADS: u32 = 1024;
-/// Window bits are clamp(lg(1.5·n) − 8, MIN, MAX) for n scalars on the windowed path.
+const SCAN_TILE: u64 = 8 * SCAN_THREADS as u64;
+/// Window widths considered; the widest needs 12 windows' buckets of 2^21 points each.
 const MIN_WINDOW_BITS: u32 = 4;
-const MAX_WINDOW_BITS: u32 = 16;
+const MAX_WINDOW_BITS: u32 = 22;
+/// What one bucket costs beyond its points, in mixed additions: the segment step's two full
+/// additions, and its share of the histogram, scan and zeroing. Measured on the H200 for the 2^27
+/// H MSM at c = 22 (25 M buckets): segments 57 ms, 2.3 ns a bucket, where a bucket addition took
+/// 0.42 ns; the rest from the L2 misses of the histogram's larger counter table.
+const KEY_COST: u64 = 8;
+/// Most chunk pieces msm_*_gather adds up in one thread for a bucket of the top window, which
+/// holds fewer bits than the others and so fewer, fuller buckets.
+const MAX_GATHER: u64 = 1 << 7;
 /// Threads the segment step aims for (one per run of buckets; 2^15 fills the H200's SMs, where
 /// 256 runs a window left each of 4096 threads a serial chain of 256 additions at c = 16).
 const SEGMENT_THREADS: u32 = 1 << 15;
@@ -158,35 +168,49 @@ impl<C: Curve> DeviceBases<C> {
     }
 }
 
-/// The window width for `n` scalars on the windowed path: about log2(n) − 8, moved by one where
-/// that width leaves the top window nearly empty ([`top_window_ok`]).
-pub fn window_bits(n: usize) -> u32 {
-    let lg = ((n.max(1) as f64) * 1.5).log2().floor() as i64 - 8;
-    let c = lg.clamp(MIN_WINDOW_BITS as i64, MAX_WINDOW_BITS as i64) as u32;
-    [c, c - 1, c + 1]
-        .into_iter()
-        .filter(|w| (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(w))
-        .find(|&w| top_window_ok(w))
-        .unwrap_or(c)
+/// The window width for `n` scalars on the windowed path: the one with the least work (n·W bucket
+/// additions for W windows, plus [`KEY_COST`] for each of the W·2^(c−1) buckets), among the
+/// widths whose top window is spread over enough buckets ([`top_window_ok`]) and whose buffers
+/// fit in `free` bytes. `xyzz` is the size of one bucket. Memory is not monotonic in the width
+/// (narrower windows mean more windows, and the sorted entries are one a window and scalar).
+pub fn window_bits(n: usize, xyzz: u64, free: u64) -> u32 {
+    let cost = |c: u32| {
+        let w = SCALAR_BITS.div_ceil(c) as u64;
+        n as u64 * w + KEY_COST * w * (1u64 << (c - 1))
+    };
+    let ok = || (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).filter(|&c| top_window_ok(n, c));
+    let fit = ok().filter(|&c| window_bytes(n, c, xyzz) <= free).min_by_key(|&c| (cost(c), c));
+    // when none fits, the smallest, whose reservation then fails naming the bytes it needs
+    fit.or_else(|| ok().min_by_key(|&c| window_bytes(n, c, xyzz))).unwrap_or(MIN_WINDOW_BITS)
 }
 
-/// Whether the top window of width `c` spreads its points over enough buckets. Scalars have 255
+/// Device bytes the windowed path needs for `n` scalars at width `c`: the sorted entries, the
+/// per-chunk pieces, and per key the histogram, start, cursor and bucket.
+fn window_bytes(n: usize, c: u32, xyzz: u64) -> u64 {
+    let keys = SCALAR_BITS.div_ceil(c) as u64 * (1u64 << (c - 1));
+    let sorted = SCALAR_BITS.div_ceil(c) as u64 * n as u64;
+    sorted * 4 + 2 * sorted.div_ceil(CHUNK) * xyzz + keys * (12 + xyzz)
+}
+
+/// Whether the top window of width `c` spreads `n` points over enough buckets. Scalars have 255
 /// bits; the windows cover 256 so that the last signed digit's carry has a place. The top window
 /// then holds 255 − (windows − 1)·c bits plus that carry: with c = 15 none (every point of that
-/// window lands in bucket 1), with c = 14 three. Its few buckets then hold most points, cut into
-/// tasks that msm_*_gather adds up one after another in a single thread, about 2^(c + 1 − top)
-/// of them at the size this width is chosen for. Allow up to 2^6.
-fn top_window_ok(c: u32) -> bool {
+/// window lands in bucket 1), with c = 22 thirteen. Its 2^bits buckets then hold n / 2^bits
+/// points each, whose chunk pieces msm_*_gather adds up one after another in a single thread.
+fn top_window_ok(n: usize, c: u32) -> bool {
     let windows = SCALAR_BITS.div_ceil(c);
     let top = (SCALAR_BITS - 1).saturating_sub((windows - 1) * c);
-    top + 5 >= c
+    (n as u64 >> top) / CHUNK <= MAX_GATHER
 }
 
 /// `SNARKD_MSM_WINDOW` (4..=22), for comparing window widths in benchmarks; unset in production.
 fn tuned_window() -> Option<u32> {
     static W: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     *W.get_or_init(|| {
-        std::env::var("SNARKD_MSM_WINDOW").ok().and_then(|v| v.parse().ok()).filter(|c| (MIN_WINDOW_BITS..=22).contains(c))
+        std::env::var("SNARKD_MSM_WINDOW")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|c| (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(c))
     })
 }
 
@@ -197,8 +221,19 @@ fn segments_per_window(nbuckets: u32, nwin: u32) -> u32 {
 
 /// Σ scalars[i] · bases[i] for host scalars (Montgomery, as blstrs holds them).
 pub fn msm<C: Curve>(dev: &GpuDevice, bases: &DeviceBases<C>, scalars: &[Fr]) -> Result<C::Projective, GpuError> {
+    msm_at_width(dev, bases, scalars, None)
+}
+
+/// [`msm`] with the window width `c` instead of [`window_bits`]'s choice (the self-test checks
+/// widths the sizes it can afford would not pick).
+pub(crate) fn msm_at_width<C: Curve>(
+    dev: &GpuDevice,
+    bases: &DeviceBases<C>,
+    scalars: &[Fr],
+    c: Option<u32>,
+) -> Result<C::Projective, GpuError> {
     let mut s = dev.upload_scalars_new(Fr::as_device(scalars))?;
-    msm_device(dev, bases, &mut s, scalars.len())
+    msm_scalars(dev, bases, &mut s, scalars.len(), c)
 }
 
 /// Σ s[i] · bases[i] over the first `n` device scalars (Montgomery; converted in place).
@@ -207,6 +242,16 @@ pub(crate) fn msm_device<C: Curve>(
     bases: &DeviceBases<C>,
     s: &mut CudaSlice<DevFr>,
     n: usize,
+) -> Result<C::Projective, GpuError> {
+    msm_scalars(dev, bases, s, n, None)
+}
+
+fn msm_scalars<C: Curve>(
+    dev: &GpuDevice,
+    bases: &DeviceBases<C>,
+    s: &mut CudaSlice<DevFr>,
+    n: usize,
+    width: Option<u32>,
 ) -> Result<C::Projective, GpuError> {
     if n > bases.len {
         return Err(dev.err("msm", format!("{n} scalars for {} {} bases", bases.len, C::NAME)));
@@ -248,12 +293,14 @@ pub(crate) fn msm_device<C: Curve>(
     }
     drop(ones);
     if n_big > 0 {
-        total += windowed::<C>(dev, bases, s, &big, &counts, n_big, &mut trace)?;
+        total += windowed::<C>(dev, bases, s, &big, &counts, n_big, width, &mut trace)?;
     }
     Ok(total)
 }
 
-/// The signed-window Pippenger over the `n_big` scalars listed in `big`.
+/// The signed-window Pippenger over the `n_big` scalars listed in `big`, at width `width` or
+/// [`window_bits`]'s choice.
+#[allow(clippy::too_many_arguments)]
 fn windowed<C: Curve>(
     dev: &GpuDevice,
     bases: &DeviceBases<C>,
@@ -261,23 +308,28 @@ fn windowed<C: Curve>(
     big: &CudaSlice<u32>,
     counts: &CudaSlice<u32>,
     n_big: usize,
+    width: Option<u32>,
     trace: &mut Trace,
 ) -> Result<C::Projective, GpuError> {
     let ck = C::kernels(&dev.k);
-    let c = tuned_window().unwrap_or_else(|| window_bits(n_big));
+    let xyzz = std::mem::size_of::<C::DevXyzz>() as u64;
+    let c = match width.or_else(tuned_window) {
+        Some(c) => c,
+        None => window_bits(n_big, xyzz, dev.mem_info()?.0),
+    };
+    if !(MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&c) {
+        return Err(dev.err("msm", format!("window width {c} outside {MIN_WINDOW_BITS}..={MAX_WINDOW_BITS}")));
+    }
     let nwin = SCALAR_BITS.div_ceil(c);
     let nbuckets = 1u32 << (c - 1);
     let keys = nwin * nbuckets;
     let sorted_len = nwin as u64 * n_big as u64;
-    // Σ max(1, ⌈count / T⌉) over the buckets ≤ keys + ⌈points / T⌉; unused tasks stay empty.
-    let max_tasks = keys as u64 + sorted_len.div_ceil(TASK_POINTS);
-    if max_tasks.max(sorted_len) > u32::MAX as u64 {
+    if sorted_len + CHUNK > u32::MAX as u64 {
         return Err(dev.err("msm", format!("{n_big} scalars exceed the 32-bit bucket index")));
     }
-    let xyzz = std::mem::size_of::<C::DevXyzz>() as u64;
-    dev.reserve("msm buckets", sorted_len * 4 + max_tasks * (8 + xyzz) + keys as u64 * (16 + 2 * xyzz))?;
+    let chunks = sorted_len.div_ceil(CHUNK);
+    dev.reserve("msm buckets", window_bytes(n_big, c, xyzz))?;
     let mut hist = dev.zeros::<u32>(keys as usize)?;
-    // the histogram takes one thread a scalar, the scatter one a scalar and window
     dev.launch(&dev.k.msm_hist, "msm_hist")
         .arg(s)
         .arg(big)
@@ -288,11 +340,11 @@ fn windowed<C: Curve>(
         .run((blocks(n_big as u64, INDEX_BLOCK), 1), INDEX_BLOCK)?;
     trace.mark(dev, &format!("hist ({n_big} scalars, c = {c})"))?;
     let mut start = dev.zeros::<u32>(keys as usize)?;
-    dev.launch(&dev.k.msm_scan, "msm_scan").arg(&hist).arg(&mut start).arg(&keys).run((1, 1), SCAN_THREADS)?;
+    exclusive_scan(dev, &hist, &mut start, keys)?;
     drop(hist);
     let mut cursor = dev.copy_of(&start)?;
     let mut sorted = dev.zeros::<u32>(sorted_len as usize)?;
-    let grid = (blocks(n_big as u64, INDEX_BLOCK), nwin);
+    let grid = (blocks(n_big as u64, INDEX_BLOCK), 1);
     dev.launch(&dev.k.msm_scatter, "msm_scatter")
         .arg(s)
         .arg(big)
@@ -303,47 +355,31 @@ fn windowed<C: Curve>(
         .arg(&mut sorted)
         .run(grid, INDEX_BLOCK)?;
     trace.mark(dev, "scan + scatter")?;
-    let grid_keys = (blocks(keys as u64, INDEX_BLOCK), 1);
-    let mut ntask = dev.zeros::<u32>(keys as usize)?;
-    dev.launch(&dev.k.msm_task_count, "msm_task_count")
-        .arg(&start)
-        .arg(&cursor)
-        .arg(&keys)
-        .arg(&mut ntask)
-        .run(grid_keys, INDEX_BLOCK)?;
-    let mut task_off = dev.zeros::<u32>(keys as usize)?;
-    dev.launch(&dev.k.msm_scan, "msm_scan").arg(&ntask).arg(&mut task_off).arg(&keys).run((1, 1), SCAN_THREADS)?;
-    let mut task_lo = dev.zeros::<u32>(max_tasks as usize)?;
-    let mut task_hi = dev.zeros::<u32>(max_tasks as usize)?;
-    dev.launch(&dev.k.msm_task_fill, "msm_task_fill")
-        .arg(&start)
-        .arg(&cursor)
-        .arg(&ntask)
-        .arg(&task_off)
-        .arg(&keys)
-        .arg(&mut task_lo)
-        .arg(&mut task_hi)
-        .run(grid_keys, INDEX_BLOCK)?;
-    let max_tasks32 = max_tasks as u32;
-    let mut partial = dev.zeros::<C::DevXyzz>(max_tasks as usize)?;
+    // cursor now holds each bucket's end
+    let mut bk = dev.zeros::<C::DevXyzz>(keys as usize)?;
+    // a slot is read only where the bucket step wrote it
+    let mut first = dev.alloc::<C::DevXyzz>(chunks as usize)?;
+    let mut last = dev.alloc::<C::DevXyzz>(chunks as usize)?;
     dev.launch(&ck.buckets, "msm_buckets")
         .arg(&bases.buf)
         .arg(&sorted)
-        .arg(&task_lo)
-        .arg(&task_hi)
-        .arg(&max_tasks32)
-        .arg(&mut partial)
-        .run((blocks(max_tasks, POINT_BLOCK), 1), POINT_BLOCK)?;
-    let mut bk = dev.zeros::<C::DevXyzz>(keys as usize)?;
+        .arg(&start)
+        .arg(&cursor)
+        .arg(&keys)
+        .arg(&mut bk)
+        .arg(&mut first)
+        .arg(&mut last)
+        .run((blocks(chunks, POINT_BLOCK), 1), POINT_BLOCK)?;
     dev.launch(&ck.gather, "msm_gather")
-        .arg(&partial)
-        .arg(&ntask)
-        .arg(&task_off)
+        .arg(&first)
+        .arg(&last)
+        .arg(&start)
+        .arg(&cursor)
         .arg(&keys)
         .arg(&mut bk)
         .run((blocks(keys as u64, POINT_BLOCK), 1), POINT_BLOCK)?;
     trace.mark(dev, "buckets")?;
-    drop((sorted, start, cursor, ntask, task_off, task_lo, task_hi, partial));
+    drop((sorted, start, cursor, first, last));
     let nseg = segments_per_window(nbuckets, nwin);
     let mut seg = dev.zeros::<C::DevXyzz>((nseg * nwin) as usize)?;
     dev.launch(&ck.segments, "msm_segments")
@@ -363,6 +399,26 @@ fn windowed<C: Curve>(
         acc += C::to_projective(w);
     }
     Ok(acc)
+}
+
+/// out = the exclusive prefix sum of the `n` counts in `counts`.
+fn exclusive_scan(dev: &GpuDevice, counts: &CudaSlice<u32>, out: &mut CudaSlice<u32>, n: u32) -> Result<(), GpuError> {
+    let tiles = (n as u64).div_ceil(SCAN_TILE);
+    let mut tile_sum = dev.zeros::<u32>(tiles as usize)?;
+    dev.launch(&dev.k.msm_tile_sums, "msm_tile_sums")
+        .arg(counts)
+        .arg(&n)
+        .arg(&mut tile_sum)
+        .run((tiles as u32, 1), SCAN_THREADS)?;
+    let mut tile_off = dev.zeros::<u32>(tiles as usize)?;
+    let tiles32 = tiles as u32;
+    dev.launch(&dev.k.msm_scan, "msm_scan").arg(&tile_sum).arg(&mut tile_off).arg(&tiles32).run((1, 1), SCAN_THREADS)?;
+    dev.launch(&dev.k.msm_tile_scan, "msm_tile_scan")
+        .arg(counts)
+        .arg(&n)
+        .arg(&tile_off)
+        .arg(out)
+        .run((tiles32, 1), SCAN_THREADS)
 }
 
 /// Pairwise sums within each of `rows` rows of `cols` points until one column is left.
@@ -392,17 +448,46 @@ fn reduce_rows<C: Curve>(
 mod tests {
     use super::*;
 
+    const G1_XYZZ: u64 = 192;
+    const ROOMY: u64 = 1 << 40;
+
+    #[test]
+    fn window_widths_minimize_additions() {
+        // 2^27 random scalars (the 32 GiB H MSM): 13 windows of 20 bits, 19 % fewer bucket
+        // additions than 16 of 16 for 2^22 more buckets; at 2^24 the two cost the same
+        assert_eq!(window_bits(1 << 27, G1_XYZZ, ROOMY), 20);
+        assert_eq!(window_bits(1 << 24, G1_XYZZ, ROOMY), 16);
+        assert_eq!(window_bits((1 << 21) + 7, G1_XYZZ, ROOMY), 16);
+        for lg in 0..32 {
+            let n = 1usize << lg;
+            let c = window_bits(n, G1_XYZZ, ROOMY);
+            assert!((MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&c), "2^{lg}: {c}");
+            assert!(top_window_ok(n, c) || c == MIN_WINDOW_BITS, "2^{lg}: c = {c}");
+        }
+    }
+
     #[test]
     fn window_widths_avoid_an_almost_empty_top_window() {
-        // c = 15 (top window: the carry only) and c = 14 (3 bits) are never chosen
-        assert_eq!(window_bits(1 << 23), 16);
-        assert_eq!(window_bits(1 << 22), 13);
-        assert_eq!(window_bits(1 << 24), 16);
-        assert_eq!(window_bits(1 << 27), 16);
-        for lg in 0..32 {
-            let c = window_bits(1 << lg);
-            assert!((MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&c), "2^{lg}: {c}");
-            assert!(top_window_ok(c) || c <= 6, "2^{lg}: c = {c}");
-        }
+        // c = 15 leaves the top window only the carry: every point of it in one bucket
+        assert!(!top_window_ok(1 << 24, 15));
+        assert!(top_window_ok(1 << 24, 16));
+        // c = 18 leaves it 4 bits: 2^27 points over 16 buckets, 2^15 pieces each
+        assert!(!top_window_ok(1 << 27, 18));
+        assert!(top_window_ok(1 << 27, 22));
+    }
+
+    #[test]
+    fn window_widths_fit_device_memory() {
+        // 2^25 scalars: c = 20 is cheapest, c = 16 needs less memory
+        let n = 1usize << 25;
+        let best = window_bits(n, G1_XYZZ, ROOMY);
+        let need = |c| window_bytes(n, c, G1_XYZZ);
+        let smallest = (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).filter(|&c| top_window_ok(n, c)).map(need).min().unwrap();
+        assert!(smallest < need(best), "the test needs a width smaller in memory than {best}");
+        let c = window_bits(n, G1_XYZZ, need(best) - 1);
+        assert!(c != best && need(c) < need(best), "{c}");
+        // nothing fits: the smallest, so that the reservation's error names the least it needs
+        let c = window_bits(n, G1_XYZZ, smallest - 1);
+        assert_eq!(need(c), smallest);
     }
 }

@@ -15,8 +15,8 @@ use rayon::prelude::*;
 use super::device::{GpuDevice, GpuError};
 use cudarc::driver::CudaSlice;
 
-use super::msm::{msm, msm_device, window_bits, DeviceBases, G1, G2};
-use super::types::{AsDevice, DevFr};
+use super::msm::{msm, msm_at_width, msm_device, window_bits, DeviceBases, G1, G2};
+use super::types::{AsDevice, DevFr, DevG1Xyzz};
 use super::ntt::{h_poly, ntt, Domain, NttKind};
 use super::stage::{self, StageBases, StageInput, STEPS};
 use std::borrow::Cow;
@@ -279,15 +279,19 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
     let want: G1Projective = with_inf.iter().zip(&scalars).map(|(p, s)| G1Projective::from(p) * s).sum();
     let bases = DeviceBases::<G1>::upload(dev, &with_inf)?;
     check("g1 msm with an infinity base".into(), msm(dev, &bases, &scalars)? == want, String::new());
-    // Sizes whose window widths (13 at 2^21 + 7, 16 at 2^23 + 7) the small cases above never
-    // reach; bases repeat 2^10 distinct points, and blst checks the same sums.
+    // Sizes and widths the small cases above never reach; bases repeat 2^10 distinct points, and
+    // blst checks the same sums. 2^21 + 7 at its own width (16: chunks cross many buckets and
+    // buckets many chunks), at 22 (12 windows of 2^21 buckets, most holding zero or one point) and
+    // at 18 (the top window holds 4 bits: 16 buckets, each gathered from ~500 chunk pieces);
+    // 2^23 + 7 at 20 (the width of the 32 GiB H MSM).
     let g1_distinct = random_points::<G1Projective>(&mut rng, 1 << 10);
-    for n in [(1usize << 21) + 7, (1 << 23) + 7] {
+    for (n, width) in [((1usize << 21) + 7, None), ((1 << 21) + 7, Some(22)), ((1 << 21) + 7, Some(18)), ((1 << 23) + 7, Some(20))] {
         let pts: Vec<G1Projective> = (0..n).map(|i| g1_distinct[i % g1_distinct.len()]).collect();
         let scalars = random_scalars(&mut rng, n, Distribution::Random);
         let bases = DeviceBases::<G1>::upload(dev, &g1_affine(&pts))?;
-        let c = window_bits(n);
-        check(format!("g1 msm random n={n} (window {c})"), msm(dev, &bases, &scalars)? == G1Projective::multi_exp(&pts, &scalars), String::new());
+        let c = width.unwrap_or_else(|| window_bits(n, std::mem::size_of::<DevG1Xyzz>() as u64, u64::MAX));
+        let got = msm_at_width(dev, &bases, &scalars, Some(c))?;
+        check(format!("g1 msm random n={n} (window {c})"), got == G1Projective::multi_exp(&pts, &scalars), String::new());
     }
 
     Ok(Report { device: dev.label(), seed, checks })
