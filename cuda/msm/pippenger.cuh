@@ -183,23 +183,27 @@ extern "C" __global__ void msm_tile_scan(const uint32_t* in, uint32_t n, const u
 }
 
 // Places each (point index | sign) at its bucket's cursor; cursors start at the scan and end at
-// the bucket's end. One thread a scalar for all windows, reading the scalar once: its digits
-// first, then every window's cursor increment, then the stores, so that the increments (each
-// store needs its old value) are in flight together instead of one round trip after another
-// (a loop of increment-then-store per window took 110 ms at 2^27, c = 16; one thread a scalar
-// and window, rereading the scalar each window, 88.5 ms).
+// the bucket's end. One thread a scalar and group of `wpt` windows (blockIdx.y), reading the
+// scalar once a group: its digits first, then every window's cursor increment, then the stores,
+// so that the increments (each store needs its old value) are in flight together instead of one
+// round trip after another (increment-then-store a window at a time: 110 ms at 2^27, c = 16).
+// The host sizes the groups so that one group's write fronts, a 32-byte sector a bucket, stay in
+// L2 while its blocks run (blocks start in blockIdx order): at c = 20 the 13 windows' 6.8 M
+// fronts did not, and each 4-byte store went to memory alone (163 ms at 2^27).
 #define MSM_SCATTER_BATCH 16
 extern "C" __global__ void msm_scatter(const fr_t* s, const uint32_t* big, const uint32_t* counts, uint32_t c,
-                                       uint32_t nwin, uint32_t* cursor, uint32_t* sorted) {
+                                       uint32_t nwin, uint32_t wpt, uint32_t* cursor, uint32_t* sorted) {
     uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= counts[1]) return;
     const uint32_t idx = big[k];
     const fr_t v = s[idx];
+    const uint32_t lo = blockIdx.y * wpt, hi = min(nwin, lo + wpt);
     uint32_t carry = 0;
-    for (uint32_t w0 = 0; w0 < nwin; w0 += MSM_SCATTER_BATCH) {
+    for (uint32_t w = 0; w < lo; w++) next_digit(v, w, c, carry);
+    for (uint32_t w0 = lo; w0 < hi; w0 += MSM_SCATTER_BATCH) {
         uint32_t d[MSM_SCATTER_BATCH], pos[MSM_SCATTER_BATCH];
 #pragma unroll
-        for (uint32_t i = 0; i < MSM_SCATTER_BATCH; i++) d[i] = w0 + i < nwin ? next_digit(v, w0 + i, c, carry) : 0;
+        for (uint32_t i = 0; i < MSM_SCATTER_BATCH; i++) d[i] = w0 + i < hi ? next_digit(v, w0 + i, c, carry) : 0;
 #pragma unroll
         for (uint32_t i = 0; i < MSM_SCATTER_BATCH; i++)
             if (d[i]) pos[i] = atomicAdd(&cursor[(w0 + i) * (1u << (c - 1)) + (d[i] & ~MSM_SIGN_BIT) - 1], 1);

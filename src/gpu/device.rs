@@ -128,6 +128,8 @@ pub struct GpuDevice {
     copy: Arc<CudaStream>,
     _module: Arc<CudaModule>,
     pub(crate) k: Kernels,
+    /// Bytes of L2 cache (the MSM's scatter sizes its window groups to it).
+    pub(crate) l2_bytes: u64,
     /// Pinned buffers for [`GpuDevice::upload_scalars`], made on first use.
     staging: Mutex<Option<[Staging; 2]>>,
 }
@@ -141,6 +143,9 @@ impl GpuDevice {
         };
         let ctx = CudaContext::new(ordinal).map_err(err("cuCtxCreate"))?;
         let name = ctx.name().map_err(err("cuDeviceGetName"))?;
+        let l2_bytes = ctx
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+            .map_err(err("cuDeviceGetAttribute"))? as u64;
         // Kernels run on one stream; a second only uploads, and every hand-over between the two
         // is an explicit event (Upload), so cudarc's per-buffer event tracking would only add
         // events to every launch.
@@ -182,7 +187,7 @@ impl GpuDevice {
             g1: curve("g1")?,
             g2: curve("g2")?,
         };
-        Ok(GpuDevice { ordinal, name, ctx, stream, copy, _module: module, k, staging: Mutex::new(None) })
+        Ok(GpuDevice { ordinal, name, ctx, stream, copy, _module: module, k, l2_bytes, staging: Mutex::new(None) })
     }
 
     pub fn ordinal(&self) -> usize {

@@ -214,6 +214,13 @@ fn tuned_window() -> Option<u32> {
     })
 }
 
+/// Windows one scatter thread places: as many as keep their buckets' write fronts (a 32-byte
+/// sector each) within a third of the L2 cache, at least one.
+fn scatter_group(nwin: u32, nbuckets: u32, l2_bytes: u64) -> u32 {
+    let fronts = (l2_bytes / 3) / (nbuckets as u64 * 32);
+    (fronts.min(nwin as u64) as u32).max(1)
+}
+
 /// Runs of buckets per window in the segment step: a power of two, so it divides the bucket count.
 fn segments_per_window(nbuckets: u32, nwin: u32) -> u32 {
     (SEGMENT_THREADS / nwin).max(1).next_power_of_two().min((nbuckets / MIN_SEGMENT).max(1))
@@ -344,13 +351,15 @@ fn windowed<C: Curve>(
     drop(hist);
     let mut cursor = dev.copy_of(&start)?;
     let mut sorted = dev.zeros::<u32>(sorted_len as usize)?;
-    let grid = (blocks(n_big as u64, INDEX_BLOCK), 1);
+    let wpt = scatter_group(nwin, nbuckets, dev.l2_bytes);
+    let grid = (blocks(n_big as u64, INDEX_BLOCK), nwin.div_ceil(wpt));
     dev.launch(&dev.k.msm_scatter, "msm_scatter")
         .arg(s)
         .arg(big)
         .arg(counts)
         .arg(&c)
         .arg(&nwin)
+        .arg(&wpt)
         .arg(&mut cursor)
         .arg(&mut sorted)
         .run(grid, INDEX_BLOCK)?;
@@ -464,6 +473,15 @@ mod tests {
             assert!((MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&c), "2^{lg}: {c}");
             assert!(top_window_ok(n, c) || c == MIN_WINDOW_BITS, "2^{lg}: c = {c}");
         }
+    }
+
+    #[test]
+    fn scatter_groups_fit_the_l2_cache() {
+        let h200 = 50 << 20;
+        assert_eq!(scatter_group(16, 1 << 15, h200), 16, "c = 16: every window at once");
+        assert_eq!(scatter_group(13, 1 << 19, h200), 1, "c = 20: a window at a time");
+        assert_eq!(scatter_group(12, 1 << 21, h200), 1);
+        assert_eq!(scatter_group(13, 1 << 17, h200), 4);
     }
 
     #[test]
