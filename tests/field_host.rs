@@ -3,42 +3,16 @@
 //! does, so a wrong Montgomery multiplication is caught before any GPU sees it; the GPU
 //! self-test then checks the same code compiled for the device.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod host_cpp;
 
 use blstrs::{Fp, Scalar as Fr};
 use ff::Field;
+use host_cpp::words;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-/// Montgomery limbs as the kernels read them (blstrs' own memory, little-endian u32 words).
-fn words<T: Copy, const N: usize>(v: &T) -> [u32; N] {
-    assert_eq!(std::mem::size_of::<T>(), 4 * N);
-    // SAFETY: Fp and Scalar are plain arrays of u64 limbs of exactly this size.
-    unsafe { std::mem::transmute_copy(v) }
-}
-
-fn host_program() -> std::path::PathBuf {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = std::env::temp_dir().join(format!("snarkd-host-field-{}", std::process::id()));
-    let status = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
-        .args(["-std=c++17", "-O2", "-I"])
-        .arg(root.join("cuda"))
-        .arg("-o")
-        .arg(&out)
-        .arg(root.join("cuda/test/host_field.cpp"))
-        .status()
-        .expect("run the C++ compiler (c++ or $CXX)");
-    assert!(status.success(), "cuda/test/host_field.cpp did not compile");
-    out
-}
-
 fn line<const N: usize>(field: &str, a: [u32; N], b: [u32; N]) -> String {
-    let mut s = field.to_string();
-    for w in a.iter().chain(&b) {
-        s.push_str(&format!(" {w:x}"));
-    }
-    s
+    host_cpp::line(field, &[a.as_slice(), b.as_slice()].concat())
 }
 
 #[test]
@@ -76,20 +50,9 @@ fn montgomery_multiply_add_and_subtract_match_blstrs() {
             want.push([w(a0 * b0 - a1 * b1), w(a0 * b1 + a1 * b0), w(a0 + b0), w(a1 + b1), w(a0 - b0), w(a1 - b1)].concat());
         }
     }
-    let exe = host_program();
-    let mut child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("run host_field");
-    // fed from a thread: the program answers line by line, so a full stdout pipe would stop it
-    let mut stdin = child.stdin.take().expect("stdin");
-    let feeder = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().expect("host_field output");
-    feeder.join().expect("feeder thread").expect("feed host_field");
+    let exe = host_cpp::compile("host_field.cpp");
+    let got = host_cpp::run(&exe, input);
     let _ = std::fs::remove_file(&exe);
-    assert!(out.status.success());
-    let got: Vec<Vec<u32>> = String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .lines()
-        .map(|l| l.split_whitespace().map(|w| u32::from_str_radix(w, 16).expect("hex")).collect())
-        .collect();
     assert_eq!(got.len(), want.len(), "one output line per input line");
     let bad: Vec<usize> = (0..want.len()).filter(|&i| got[i] != want[i]).collect();
     assert!(bad.is_empty(), "{} of {} differ; first at line {}", bad.len(), want.len(), bad[0]);

@@ -4,9 +4,8 @@
 // elements; each input line is "fp|fr|fp2 a0 .. aN-1 b0 .. bN-1" (hex u32 limbs, Montgomery
 // form; an Fp2 element is c0's limbs then c1's), each output line the limbs of a·b, a + b and
 // a − b.
-#define __device__
-#define __forceinline__ inline
-#define __noinline__
+#include "host_cuda.h"
+
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>

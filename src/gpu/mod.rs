@@ -17,6 +17,7 @@ pub use backend::{assemble, B2Placement, GpuBackend, MsmResults};
 pub use device::{Gpu, GpuDevice, GpuError};
 pub use msm::{msm, window_bits, Curve, DeviceBases, G1, G2};
 pub use ntt::{h_poly, ntt, Domain, NttKind};
+pub use types::DevG1Xyzz;
 pub use selftest::{bench_msm, bench_ntt, bench_prove_shape, selftest, BenchReport, Distribution, Report, Shape, POREP_32G};
 
 /// Whether this build embeds CUDA kernels.
