@@ -27,7 +27,7 @@ pub const DEFAULT_PARAMS_DIR: &str = "/var/tmp/filecoin-proof-parameters";
 pub const ENV_PREFIX: &str = "SNARKD_";
 
 /// The whole daemon configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub socket: SocketConfig,
@@ -170,7 +170,7 @@ pub enum LogTarget {
 }
 
 /// Optional Prometheus endpoint over TCP; off unless configured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
     /// Address such as "127.0.0.1:9464", or a bare port, which binds loopback; empty serves
@@ -267,32 +267,9 @@ impl Default for LogConfig {
     }
 }
 
-impl Default for MetricsConfig {
-    fn default() -> Self {
-        MetricsConfig { listen: String::new() }
-    }
-}
-
 impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig { drain_timeout: Duration::from_secs(600) }
-    }
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            socket: SocketConfig::default(),
-            access: AccessConfig::default(),
-            params: ParamsConfig::default(),
-            proving: ProvingConfig::default(),
-            queue: QueueConfig::default(),
-            memory: MemoryConfig::default(),
-            gpu: GpuConfig::default(),
-            log: LogConfig::default(),
-            metrics: MetricsConfig::default(),
-            daemon: DaemonConfig::default(),
-        }
     }
 }
 

@@ -164,6 +164,7 @@ pub(crate) fn log_stage(job: &Job, stage: Stage, device: &str, detail: &str) {
 }
 
 impl Pipeline {
+    #[allow(clippy::too_many_arguments)] // one per shared service the pipeline is wired to
     pub fn new(
         settings: Arc<std::sync::RwLock<EngineSettings>>,
         backends: Vec<Arc<dyn ProvingBackend>>,

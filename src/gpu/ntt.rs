@@ -113,9 +113,12 @@ enum Table {
     OutOfCoset,
 }
 
+/// A pass's flags and the table of powers it scales by.
+type PassScale = (u32, Option<Table>);
+
 /// How [`Domain::apply`] runs `kind` as DIT passes: inverse twiddles or not, and the flags (with
 /// the table they scale by) of the first and the last pass. The first pass bit-reverses its loads.
-fn kind_plan(kind: NttKind) -> (bool, (u32, Option<Table>), (u32, Option<Table>)) {
+fn kind_plan(kind: NttKind) -> (bool, PassScale, PassScale) {
     match kind {
         NttKind::Forward => (false, (GATHER, None), (0, None)),
         NttKind::Inverse => (true, (GATHER, None), (SCALE_OUT, Some(Table::Scale))),

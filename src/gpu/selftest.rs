@@ -302,6 +302,9 @@ fn median(mut t: Vec<f32>, what: String) -> BenchReport {
     BenchReport { what, median_ms: t[t.len() / 2], min_ms: t[0], max_ms: t[t.len() - 1] }
 }
 
+/// One timed step of [`bench_msm`] on a fresh copy of the scalars.
+type BenchStep<'a> = Box<dyn FnMut(&mut CudaSlice<DevFr>) -> Result<(), GpuError> + 'a>;
+
 /// G1 or G2 MSM of `n` scalars drawn from `dist`, bases resident. Three rows: the MSM from
 /// scalars already on the device (copied from a master buffer before each run, outside the
 /// timing), and the scalar upload alone from pageable host memory and through pinned staging.
@@ -310,7 +313,7 @@ pub fn bench_msm(dev: &GpuDevice, n: usize, dist: Distribution, g2: bool) -> Res
     let scalars = random_scalars(&mut rng, n, dist);
     let (mut tc, mut tu, mut ts) = (Vec::new(), Vec::new(), Vec::new());
     let master = dev.upload(Fr::as_device(&scalars))?;
-    let mut run = |mut f: Box<dyn FnMut(&mut CudaSlice<DevFr>) -> Result<(), GpuError> + '_>| -> Result<(), GpuError> {
+    let mut run = |mut f: BenchStep<'_>| -> Result<(), GpuError> {
         for _ in 0..=BENCH_RUNS {
             let mut s = dev.copy_of(&master)?;
             tc.push(dev.time_ms(|| f(&mut s))?.1);

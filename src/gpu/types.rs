@@ -108,7 +108,7 @@ fn xyzz_to_jacobian<F: Field>(x: F, y: F, zz: F, zzz: F) -> (F, F, F) {
 }
 
 impl DevG1Xyzz {
-    pub fn to_projective(&self) -> G1Projective {
+    pub fn to_projective(self) -> G1Projective {
         let l = &self.0;
         let zz = fp(&l[24..36]);
         if bool::from(zz.is_zero()) {
@@ -120,7 +120,7 @@ impl DevG1Xyzz {
 }
 
 impl DevG2Xyzz {
-    pub fn to_projective(&self) -> G2Projective {
+    pub fn to_projective(self) -> G2Projective {
         let l = &self.0;
         let zz = fp2(&l[48..72]);
         if bool::from(zz.is_zero()) {
