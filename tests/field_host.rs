@@ -16,7 +16,7 @@ fn line<const N: usize>(field: &str, a: [u32; N], b: [u32; N]) -> String {
 }
 
 #[test]
-fn montgomery_multiply_add_and_subtract_match_blstrs() {
+fn montgomery_multiply_square_add_and_subtract_match_blstrs() {
     let mut rng = StdRng::seed_from_u64(381);
     let mut fp: Vec<Fp> = vec![Fp::ZERO, Fp::ONE, -Fp::ONE, -Fp::ONE - Fp::ONE, Fp::ONE.double()];
     fp.extend((0..400).map(|_| Fp::random(&mut rng)));
@@ -28,14 +28,14 @@ fn montgomery_multiply_add_and_subtract_match_blstrs() {
         for b in [fp[(i * 7 + 3) % fp.len()], *a, fp[i % 5]] {
             input.push_str(&line::<12>("fp", words(a), words(&b)));
             input.push('\n');
-            want.push([words::<Fp, 12>(&(*a * b)), words(&(*a + b)), words(&(*a - b))].concat());
+            want.push([words::<Fp, 12>(&(*a * b)), words(&(*a + b)), words(&(*a - b)), words(&a.square())].concat());
         }
     }
     for (i, a) in fr.iter().enumerate() {
         for b in [fr[(i * 7 + 3) % fr.len()], *a, fr[i % 5]] {
             input.push_str(&line::<8>("fr", words(a), words(&b)));
             input.push('\n');
-            want.push([words::<Fr, 8>(&(*a * b)), words(&(*a + b)), words(&(*a - b))].concat());
+            want.push([words::<Fr, 8>(&(*a * b)), words(&(*a + b)), words(&(*a - b)), words(&a.square())].concat());
         }
     }
     // Fp2 (u² = −1, the lazy-reduction Karatsuba): every pair of edge values, then random pairs
@@ -47,7 +47,9 @@ fn montgomery_multiply_add_and_subtract_match_blstrs() {
             let (a, b) = ([w(a0), w(a1)].concat(), [w(b0), w(b1)].concat());
             input.push_str(&line::<24>("fp2", a.try_into().expect("24 words"), b.try_into().expect("24 words")));
             input.push('\n');
+            let sq = [w(a0.square() - a1.square()), w((a0 * a1).double())];
             want.push([w(a0 * b0 - a1 * b1), w(a0 * b1 + a1 * b0), w(a0 + b0), w(a1 + b1), w(a0 - b0), w(a1 - b1)].concat());
+            want.last_mut().expect("just pushed").extend(sq.concat());
         }
     }
     let exe = host_cpp::compile("host_field.cpp");

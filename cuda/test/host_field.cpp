@@ -2,8 +2,8 @@
 // the Montgomery multiplication the kernels use is checked on machines without a GPU.
 // tests/field_host.rs compiles this with the system C++ compiler and feeds it pairs of field
 // elements; each input line is "fp|fr|fp2 a0 .. aN-1 b0 .. bN-1" (hex u32 limbs, Montgomery
-// form; an Fp2 element is c0's limbs then c1's), each output line the limbs of a·b, a + b and
-// a − b.
+// form; an Fp2 element is c0's limbs then c1's), each output line the limbs of a·b, a + b,
+// a − b and a².
 #include "host_cuda.h"
 
 #include <cstdio>
@@ -18,7 +18,7 @@ static void run(FILE* in) {
         if (fscanf(in, "%x", &a.l[i]) != 1) return;
     for (int i = 0; i < F::N; i++)
         if (fscanf(in, "%x", &b.l[i]) != 1) return;
-    for (const F& r : {a * b, a + b, a - b}) {
+    for (const F& r : {a * b, a + b, a - b, a.sqr()}) {
         for (int i = 0; i < F::N; i++) printf("%08x ", r.l[i]);
     }
     printf("\n");
@@ -34,7 +34,7 @@ static bool read_fp2(FILE* in, fp2_t& v) {
 static void run_fp2(FILE* in) {
     fp2_t a, b;
     if (!read_fp2(in, a) || !read_fp2(in, b)) return;
-    for (const fp2_t& r : {a * b, a + b, a - b}) {
+    for (const fp2_t& r : {a * b, a + b, a - b, a.sqr()}) {
         for (const fp_t& c : {r.c0, r.c1})
             for (int i = 0; i < fp_t::N; i++) printf("%08x ", c.l[i]);
     }

@@ -225,9 +225,10 @@ impl GpuDevice {
         self.stream.alloc_zeros::<T>(n.max(1)).map_err(|e| self.err("cuMemAllocAsync", e))
     }
 
-    /// A buffer of `n` elements that the caller fills before anything reads it.
+    /// A buffer of `n` elements, each written by the caller before anything reads it (elements
+    /// never read may stay unwritten).
     pub(crate) fn alloc<T: DeviceRepr>(&self, n: usize) -> Result<CudaSlice<T>, GpuError> {
-        // SAFETY: uninitialized device memory; every caller writes all of it before reading.
+        // SAFETY: uninitialized device memory; callers write each element before it is read.
         unsafe { self.stream.alloc::<T>(n.max(1)) }.map_err(|e| self.err("cuMemAllocAsync", e))
     }
 
