@@ -459,7 +459,7 @@ fn reduce_rows<C: Curve>(
 mod tests {
     use super::*;
 
-    const G1_XYZZ: u64 = 192;
+    const G1_XYZZ: u64 = std::mem::size_of::<DevG1Xyzz>() as u64;
     const ROOMY: u64 = 1 << 40;
 
     #[test]
