@@ -235,6 +235,11 @@ pub enum CtlCommand {
         /// For prove: the synthetic partition shape (porep-32g: domain 2^27)
         #[arg(long, default_value = "porep-32g")]
         shape: String,
+        /// For prove: the witness scalars of the L, A and B MSMs. witness: as measured in real
+        /// PoRep and SnapDeals witnesses (51 % zeros, 47 % ones, 1.7 % uniform); filecoin: a
+        /// pessimistic 50 % / 40 % / 10 %; random: uniform (as in WindowPoSt's Poseidon-heavy witness)
+        #[arg(long, default_value = "witness")]
+        mix: String,
         #[arg(long, default_value = "2KiB")]
         sector_size: String,
         /// Timed runs of each prover (after one warm-up)

@@ -207,34 +207,44 @@ pub async fn run(
         notes: parts.notes,
     });
 
+    // Handlers go in before the socket answers anyone: a client (or systemd, once it sees
+    // READY=1) may send SIGTERM as soon as it has an answer, and the default action of SIGHUP and
+    // SIGTERM is to kill the process.
+    let mut signals = Signals::install();
     let mut rpc = server::serve(listener, &config.socket, crate::rpc::methods::module(state.clone()), state.access.clone());
     if passed_by_systemd {
         // snarkd.socket owns the file and keeps listening across restarts.
         rpc = rpc.keep_socket_file();
     }
 
+    // A stop request during a long preload ends startup there (nothing is in flight yet).
+    let mut stopped_early = false;
     for circuit in &config.params.preload {
         notify::status(&format!("preloading {circuit}"));
-        if let Err(e) = state.srs.preload(circuit) {
-            tracing::error!("preload of {circuit} failed: {}", e.message);
+        let (srs, id) = (state.srs.clone(), circuit.clone());
+        let load = tokio::task::spawn_blocking(move || srs.preload(&id));
+        tokio::select! {
+            r = load => match r {
+                Ok(Err(e)) => tracing::error!("preload of {circuit} failed: {}", e.message),
+                Err(e) => tracing::error!("preload of {circuit} failed: {e}"),
+                Ok(Ok(_)) => {}
+            },
+            _ = signals.term.recv() => { tracing::info!("SIGTERM during preload: stopping"); stopped_early = true; break; }
+            _ = signals.int.recv() => { tracing::info!("SIGINT during preload: stopping"); stopped_early = true; break; }
         }
     }
-    if !config.params.preload.is_empty() {
-        let (b, _) = budget(&config, &state.memory, state.srs.resident_bytes());
-        engine.apply_settings(EngineSettings::from_config(&config), Some(b));
+    if !stopped_early {
+        if !config.params.preload.is_empty() {
+            let (b, _) = budget(&config, &state.memory, state.srs.resident_bytes());
+            engine.apply_settings(EngineSettings::from_config(&config), Some(b));
+        }
+        if let Some(Ok(address)) = config.metrics.address() {
+            serve_metrics(address, engine.clone()).await?;
+        }
+        tracing::info!("snarkd {} ready on {}", env!("CARGO_PKG_VERSION"), config.socket.path.display());
+        notify::ready(&engine.summary());
+        serve_until_signal(&state, signals).await;
     }
-
-    if let Some(Ok(address)) = config.metrics.address() {
-        serve_metrics(address, engine.clone()).await?;
-    }
-
-    // Handlers go in before READY=1: systemd may send SIGHUP or SIGTERM the moment it sees it,
-    // and the default action of both is to kill the process.
-    let signals = Signals::install();
-    tracing::info!("snarkd {} ready on {}", env!("CARGO_PKG_VERSION"), config.socket.path.display());
-    notify::ready(&engine.summary());
-
-    serve_until_signal(&state, signals).await;
 
     drain(&state, &config).await;
     rpc.stop(Duration::from_secs(5)).await;

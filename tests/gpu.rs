@@ -193,6 +193,23 @@ fn gpu_backend_proof_verifies() {
             let wrong = vec![public[0] + Fr::ONE];
             assert!(!verify_proof(&srs.pvk, &proof, &wrong).unwrap());
         }
+        // partitions back to back: each announces the next, whose a and b go up during its MSMs
+        let mut rest = [7u64, 9, 11].map(|x0| record(Chain { x0: Fr::from(x0), steps })).into_iter();
+        let mut cur = rest.next();
+        while let Some(w) = cur {
+            let next = rest.next();
+            let public = w.input[1..].to_vec();
+            let (proof, _) = backend.prove_then(w, &srs, &|_| {}, next.as_ref()).expect("prove with the next announced");
+            assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "{placement:?} pipelined proof does not verify");
+            cur = next;
+        }
+        // a witness announced but not proved next: its prefetched a and b are not used for another
+        let announced = record(Chain { x0: Fr::from(13u64), steps });
+        backend.prove_then(record(Chain { x0: Fr::from(15u64), steps }), &srs, &|_| {}, Some(&announced)).expect("prove");
+        let other = record(Chain { x0: Fr::from(17u64), steps });
+        let public = other.input[1..].to_vec();
+        let (proof, _) = backend.prove(other, &srs, &|_| {}).expect("prove after an unused prefetch");
+        assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "{placement:?} proof after a stale prefetch does not verify");
     }
 }
 
@@ -210,6 +227,6 @@ fn gpu_benchmarks() {
     gpu::bench_msm(&dev, 1 << log, Distribution::Filecoin, false).unwrap().into_iter().for_each(row);
     gpu::bench_msm(&dev, 1 << log, Distribution::Random, false).unwrap().into_iter().for_each(row);
     let shape = gpu::Shape { name: "bench", constraints: (1 << h_log) - 1000, aux: (1 << h_log) - 1000 };
-    gpu::bench_prove_shape(&dev, shape).unwrap().into_iter().for_each(row);
+    gpu::bench_prove_shape(&dev, shape, Distribution::Witness).unwrap().into_iter().for_each(row);
     gpu::bench_msm(&dev, 1 << log, Distribution::Random, true).unwrap().into_iter().for_each(row);
 }

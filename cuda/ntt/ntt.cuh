@@ -24,7 +24,7 @@
 #define NTT_TW_LO_BITS 12
 
 /* ntt_pass flags (src/gpu/ntt.rs mirrors them) */
-#define NTT_DIF 1u         /* Gentleman-Sande butterflies, stages descending */
+#define NTT_DIF 1u         /* Gentleman-Sande butterflies, stages descending: ntt_pass_dif */
 #define NTT_GATHER 2u      /* element at position p is loaded from in[brev(p)] */
 #define NTT_SCATTER 4u     /* element at position p is stored to out[brev(p)] */
 #define NTT_SCALE_IN 8u    /* multiply each element by pw(index) after loading it */
@@ -88,7 +88,7 @@ struct smem_fr {
 // the 2^G elements whose rows differ only in the bits s0 .. s0+G−1 (stages s0 .. s0+G−1 of the
 // pass, descending for DIF). A thread keeps up to 2^(G−1) independent butterflies in flight a
 // stage, and the block meets in shared memory once per G stages instead of once per stage.
-template <int G, bool DIF>
+template <int G, bool DIF, bool ZERO_BASE>
 __device__ __forceinline__ void ntt_group(const smem_fr& s, uint32_t t, uint32_t T, uint32_t ngroups, uint32_t s0,
                                           uint32_t log_l, uint32_t st0, uint32_t log_n, uint32_t lo_base,
                                           const fr_t* tw) {
@@ -101,32 +101,40 @@ __device__ __forceinline__ void ntt_group(const smem_fr& s, uint32_t t, uint32_t
         for (int x = 0; x < (1 << G); x++) v[x] = s.get(base | ((uint32_t)x << low));
         const uint32_t l = base & lmask;
         const uint32_t k = base >> log_l; /* row of element x = 0; row bits s0.. of it are 0 */
+        /* the twiddle index of stage s0 + i depends on x only through x's low i bits */
+        const uint32_t jbase = ((k & ((1u << s0) - 1)) << st0) | (lo_base + l); /* < 2^(log_n − 1) */
 #pragma unroll
         for (int ii = 0; ii < G; ii++) {
             const int i = DIF ? G - 1 - ii : ii;
-            const uint32_t st = s0 + i; /* stage within the pass */
-            const uint32_t gst = st0 + st;
+            const uint32_t gst = st0 + s0 + i; /* stage of the transform */
 #pragma unroll
-            for (int x = 0; x < (1 << G); x++) {
-                if (x & (1 << i)) continue;
-                const int y = x | (1 << i);
-                fr_t u = v[x], w_v = v[y];
-                if (gst == 0) {
-                    /* every twiddle of stage 0 is 1 */
-                    v[x] = u + w_v;
-                    v[y] = u - w_v;
+            for (int xl = 0; xl < (1 << i); xl++) {
+                /* in the group that starts the transform (st0 = s0 = 0) jbase is 0, so the
+                   butterflies with xl = 0 have twiddle 1: half of stage 1, a quarter of stage 2 */
+                if (ZERO_BASE && xl == 0) {
+#pragma unroll
+                    for (int xh = 0; xh < (1 << (G - 1 - i)); xh++) {
+                        const int x = xl | (xh << (i + 1)), y = x | (1 << i);
+                        const fr_t u = v[x], w_v = v[y];
+                        v[x] = u + w_v;
+                        v[y] = u - w_v;
+                    }
                     continue;
                 }
-                const uint32_t kx = k | ((uint32_t)x << s0); /* row of the lower element */
-                const uint64_t j = ((uint64_t)(kx & ((1u << st) - 1)) << st0) | (lo_base + l);
+                const uint32_t j = jbase | ((uint32_t)xl << (s0 + st0));
                 const fr_t w = load_fr_ro(&tw[j << (log_n - 1 - gst)]);
-                if (DIF) {
-                    v[x] = u + w_v;
-                    v[y] = (u - w_v) * w;
-                } else {
-                    w_v = w_v * w;
-                    v[x] = u + w_v;
-                    v[y] = u - w_v;
+#pragma unroll
+                for (int xh = 0; xh < (1 << (G - 1 - i)); xh++) {
+                    const int x = xl | (xh << (i + 1)), y = x | (1 << i);
+                    fr_t u = v[x], w_v = v[y];
+                    if (DIF) {
+                        v[x] = u + w_v;
+                        v[y] = (u - w_v) * w;
+                    } else {
+                        w_v = w_v * w;
+                        v[x] = u + w_v;
+                        v[y] = u - w_v;
+                    }
                 }
             }
         }
@@ -139,10 +147,11 @@ __device__ __forceinline__ void ntt_group(const smem_fr& s, uint32_t t, uint32_t
 // elements where log_l = st0 ? min(st0, NTT_PASS_LOG − nst) : 0; blockDim.x = that count over
 // 2^min(nst, NTT_RADIX_LOG). The stages go in groups of NTT_RADIX_LOG (ascending from stage 0 of
 // the pass; DIF takes the same groups from the top). `in` may equal `out` unless GATHER or SCATTER
-// is set.
-extern "C" __global__ void __launch_bounds__(1 << (NTT_PASS_LOG - 1))
-ntt_pass(const fr_t* in, fr_t* out, uint32_t log_n, uint32_t st0, uint32_t nst, const fr_t* tw, uint32_t flags,
-         const fr_t* pw_lo, const fr_t* pw_hi) {
+// is set. One kernel a direction (ntt_pass_dit, ntt_pass_dif, below), each with only its own
+// butterfly code: the two together did not stay in the instruction cache as well.
+template <bool DIF>
+__device__ __forceinline__ void ntt_pass(const fr_t* in, fr_t* out, uint32_t log_n, uint32_t st0, uint32_t nst,
+                                         const fr_t* tw, uint32_t flags, const fr_t* pw_lo, const fr_t* pw_hi) {
     __shared__ uint32_t planes[8][1 << NTT_PASS_LOG];
     const smem_fr s{planes};
     const uint32_t log_l = st0 ? min(st0, (uint32_t)NTT_PASS_LOG - nst) : 0;
@@ -168,17 +177,17 @@ ntt_pass(const fr_t* in, fr_t* out, uint32_t log_n, uint32_t st0, uint32_t nst, 
     }
     __syncthreads();
 
-    const bool dif = flags & NTT_DIF;
     const uint32_t ngrp = (nst + NTT_RADIX_LOG - 1) / NTT_RADIX_LOG;
     for (uint32_t gi = 0; gi < ngrp; gi++) {
-        const uint32_t g_index = dif ? ngrp - 1 - gi : gi;
+        const uint32_t g_index = DIF ? ngrp - 1 - gi : gi;
         const uint32_t s0 = g_index * NTT_RADIX_LOG;
         const uint32_t g = min((uint32_t)NTT_RADIX_LOG, nst - s0);
         const uint32_t ngroups = elems >> g;
         /* the butterfly pattern is fixed at compile time, so v[] stays in registers */
-#define NTT_GROUP(G, D) ntt_group<G, D>(s, t, T, ngroups, s0, log_l, st0, log_n, lo_base, tw)
-        if (dif) {
-            if (g == 3) NTT_GROUP(3, true); else if (g == 2) NTT_GROUP(2, true); else NTT_GROUP(1, true);
+#define NTT_GROUP(G, Z) ntt_group<G, DIF, Z>(s, t, T, ngroups, s0, log_l, st0, log_n, lo_base, tw)
+        if (st0 == 0 && s0 == 0 && g == 3) {
+            /* the transform's stages 0-2: their butterflies with twiddle 1 skip the multiply */
+            NTT_GROUP(3, true);
         } else {
             if (g == 3) NTT_GROUP(3, false); else if (g == 2) NTT_GROUP(2, false); else NTT_GROUP(1, false);
         }
@@ -194,6 +203,18 @@ ntt_pass(const fr_t* in, fr_t* out, uint32_t log_n, uint32_t st0, uint32_t nst, 
     }
 }
 
+extern "C" __global__ void __launch_bounds__(1 << (NTT_PASS_LOG - 1))
+ntt_pass_dit(const fr_t* in, fr_t* out, uint32_t log_n, uint32_t st0, uint32_t nst, const fr_t* tw, uint32_t flags,
+             const fr_t* pw_lo, const fr_t* pw_hi) {
+    ntt_pass<false>(in, out, log_n, st0, nst, tw, flags, pw_lo, pw_hi);
+}
+
+extern "C" __global__ void __launch_bounds__(1 << (NTT_PASS_LOG - 1))
+ntt_pass_dif(const fr_t* in, fr_t* out, uint32_t log_n, uint32_t st0, uint32_t nst, const fr_t* tw, uint32_t flags,
+             const fr_t* pw_lo, const fr_t* pw_hi) {
+    ntt_pass<true>(in, out, log_n, st0, nst, tw, flags, pw_lo, pw_hi);
+}
+
 // x[i] *= lo[i & mask] * hi[i >> bits] (c folded into lo by the host): for a domain of one element.
 extern "C" __global__ void fr_mul_powers(fr_t* x, uint64_t n, const fr_t* lo, const fr_t* hi) {
     uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
@@ -206,6 +227,13 @@ extern "C" __global__ void h_pointwise(fr_t* a, const fr_t* b, const fr_t* c, ui
     uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
     if (i >= n) return;
     store_fr(&a[i], (load_fr(&a[i]) * load_fr(&b[i]) - load_fr(&c[i])) * z_inv);
+}
+
+// x[i] *= y[i]: c = a∘b on the domain, which a satisfied R1CS's c equals (host: Domain::h).
+extern "C" __global__ void fr_mul_pointwise(fr_t* x, const fr_t* y, uint64_t n) {
+    uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    store_fr(&x[i], load_fr(&x[i]) * load_fr(&y[i]));
 }
 
 // Montgomery -> canonical, in place (MSM scalars).

@@ -147,20 +147,28 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
                 anyhow::bail!("{failed} GPU checks failed");
             }
         }
-        CtlCommand::Bench { kind, log_size, shape, .. } if matches!(kind.as_str(), "msm" | "ntt" | "prove") => {
+        CtlCommand::Bench { kind, log_size, shape, mix, .. } if matches!(kind.as_str(), "msm" | "ntt" | "prove") => {
+            use snarkd::gpu::Distribution;
+            let dist = match mix.as_str() {
+                "witness" => Distribution::Witness,
+                "filecoin" => Distribution::Filecoin,
+                "random" => Distribution::Random,
+                other => anyhow::bail!("--mix: unknown mix {other:?} (witness, filecoin or random)"),
+            };
             let reports = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<snarkd::gpu::BenchReport>> {
                 let dev = snarkd::gpu::Gpu::enumerate("0")?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no GPU found"))?;
                 let n = 1usize << log_size;
                 Ok(match kind.as_str() {
                     "msm" => {
-                        let mut v = snarkd::gpu::bench_msm(&dev, n, snarkd::gpu::Distribution::Random, false)?;
-                        v.extend(snarkd::gpu::bench_msm(&dev, n, snarkd::gpu::Distribution::Filecoin, false)?);
-                        v.extend(snarkd::gpu::bench_msm(&dev, n, snarkd::gpu::Distribution::Random, true)?);
+                        let mut v = snarkd::gpu::bench_msm(&dev, n, Distribution::Random, false)?;
+                        v.extend(snarkd::gpu::bench_msm(&dev, n, Distribution::Filecoin, false)?);
+                        v.extend(snarkd::gpu::bench_msm(&dev, n, Distribution::Witness, false)?);
+                        v.extend(snarkd::gpu::bench_msm(&dev, n, Distribution::Random, true)?);
                         v
                     }
                     "ntt" => snarkd::gpu::bench_ntt(&dev, log_size)?,
                     _ => match shape.as_str() {
-                        "porep-32g" => snarkd::gpu::bench_prove_shape(&dev, snarkd::gpu::POREP_32G)?,
+                        "porep-32g" => snarkd::gpu::bench_prove_shape(&dev, snarkd::gpu::POREP_32G, dist)?,
                         other => anyhow::bail!("--shape: unknown shape {other:?} (porep-32g)"),
                     },
                 })

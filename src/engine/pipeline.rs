@@ -18,7 +18,7 @@ use blstrs::Bls12;
 use super::budget::{Budget, Reservation};
 use super::job::{Job, JobState, Stage};
 use super::metrics::Metrics;
-use super::scheduler::{Priority, PriorityQueue};
+use super::scheduler::{Place, Priority, PriorityQueue};
 use super::{EngineSettings, SrsSource, Verifier};
 use crate::error::{ErrorCode, SnarkError};
 use crate::groth16::{BackendError, DeviceMemory, Proof, ProvingBackend, Witness};
@@ -67,6 +67,9 @@ pub(crate) struct Device {
     queue: Mutex<PriorityQueue<Synthesized>>,
     ready: Condvar,
     current: Mutex<Option<String>>,
+    /// Whether the device thread holds the partition after the current one (still queued, for
+    /// Status and routing).
+    on_deck: AtomicBool,
     degraded: Mutex<Option<String>>,
     proofs: AtomicU64,
     busy_micros: AtomicU64,
@@ -76,14 +79,17 @@ impl Device {
     fn is_degraded(&self) -> bool {
         self.degraded.lock().unwrap().is_some()
     }
+    fn queued(&self) -> usize {
+        self.queue.lock().unwrap().len() + usize::from(self.on_deck.load(Ordering::Relaxed))
+    }
     fn load(&self) -> usize {
-        self.queue.lock().unwrap().len() + usize::from(self.current.lock().unwrap().is_some())
+        self.queued() + usize::from(self.current.lock().unwrap().is_some())
     }
     pub fn status(&self) -> DeviceStatus {
         DeviceStatus {
             index: self.index,
             name: self.name.clone(),
-            queued: self.queue.lock().unwrap().len(),
+            queued: self.queued(),
             current_job: self.current.lock().unwrap().clone(),
             degraded: self.degraded.lock().unwrap().clone(),
             proofs: self.proofs.load(Ordering::Relaxed),
@@ -186,6 +192,7 @@ impl Pipeline {
                     queue: Mutex::new(PriorityQueue::default()),
                     ready: Condvar::new(),
                     current: Mutex::new(None),
+                    on_deck: AtomicBool::new(false),
                     degraded: Mutex::new(None),
                     proofs: AtomicU64::new(0),
                     busy_micros: AtomicU64::new(0),
@@ -415,27 +422,46 @@ impl Pipeline {
     }
 
     fn device_worker(self: Arc<Self>, device: Arc<Device>) {
+        // The partition that will follow, taken from the queue while the one before it is proved
+        // so that the backend can move its inputs to the device meanwhile. It keeps its place:
+        // a more urgent partition that arrives meanwhile still goes first, and it keeps its
+        // lookahead slot until its own proof starts.
+        let mut on_deck: Option<(Place, Synthesized)> = None;
         loop {
-            let next = {
-                let mut q = device.queue.lock().unwrap();
-                loop {
-                    if let Some((_, s)) = q.pop() {
-                        break Some(s);
+            let next = match on_deck.take() {
+                Some((place, s)) => {
+                    let mut q = device.queue.lock().unwrap();
+                    if q.first_before(place) {
+                        q.put_back(place, s);
+                        q.pop().map(|(_, s)| s)
+                    } else {
+                        Some(s)
                     }
-                    if self.stopped() {
-                        break None;
+                }
+                None => {
+                    let mut q = device.queue.lock().unwrap();
+                    loop {
+                        if let Some((_, s)) = q.pop() {
+                            break Some(s);
+                        }
+                        if self.stopped() {
+                            break None;
+                        }
+                        q = device.ready.wait_timeout(q, Duration::from_millis(100)).unwrap().0;
                     }
-                    q = device.ready.wait_timeout(q, Duration::from_millis(100)).unwrap().0;
                 }
             };
+            device.on_deck.store(false, Ordering::Relaxed);
             let Some(mut s) = next else { return };
             // The device owns the witness now; its slot, if it held one, goes to the next synthesis.
             drop(s.slot.take());
-            self.prove_one(&device, s);
+            on_deck = device.queue.lock().unwrap().pop_placed();
+            device.on_deck.store(on_deck.is_some(), Ordering::Relaxed);
+            self.prove_one(&device, s, on_deck.as_ref().map(|(_, n)| &n.witness));
         }
     }
 
-    fn prove_one(&self, device: &Arc<Device>, s: Synthesized) {
+    fn prove_one(&self, device: &Arc<Device>, s: Synthesized, next: Option<&Witness>) {
         let Synthesized { item, witness, reservation, srs, .. } = s;
         let job = item.job.clone();
         if job.should_stop() {
@@ -451,7 +477,7 @@ impl Pipeline {
         let reservation = Mutex::new(reservation);
         let release = |bytes: u64| reservation.lock().unwrap().release(bytes);
         let started = Instant::now();
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| device.backend.prove(witness, &srs, &release)));
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| device.backend.prove_then(witness, &srs, &release, next)));
         let took = started.elapsed();
         drop(reservation);
         *device.current.lock().unwrap() = None;

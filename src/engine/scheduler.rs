@@ -53,6 +53,10 @@ impl Priority {
     }
 }
 
+/// Where an item stood in a [`PriorityQueue`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place((Priority, u64));
+
 /// A priority queue, FIFO within each priority.
 #[derive(Debug)]
 pub struct PriorityQueue<T> {
@@ -81,6 +85,22 @@ impl<T> PriorityQueue<T> {
     pub fn pop_where(&mut self, accept: impl Fn(Priority) -> bool) -> Option<(Priority, T)> {
         let key = *self.items.keys().find(|(p, _)| accept(*p))?;
         self.items.remove(&key).map(|t| (key.0, t))
+    }
+
+    /// [`PriorityQueue::pop`], with the item's place for [`PriorityQueue::put_back`].
+    pub fn pop_placed(&mut self) -> Option<(Place, T)> {
+        self.items.pop_first().map(|(k, t)| (Place(k), t))
+    }
+
+    /// Puts an item from [`PriorityQueue::pop_placed`] back where it stood: ahead of everything
+    /// of its priority queued after it.
+    pub fn put_back(&mut self, place: Place, item: T) {
+        self.items.insert(place.0, item);
+    }
+
+    /// Whether the first item would have been taken before the one that stood at `place`.
+    pub fn first_before(&self, place: Place) -> bool {
+        self.items.keys().next().is_some_and(|k| *k < place.0)
     }
 
     pub fn peek_priority(&self) -> Option<Priority> {

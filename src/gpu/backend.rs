@@ -17,7 +17,8 @@ use rand_core::OsRng;
 
 use super::device::{GpuDevice, GpuError};
 use super::msm::{DeviceBases, G1, G2};
-use super::stage::{self, StageBases, StageInput};
+use super::stage::{self, Prefetched, StageBases, StageInput};
+use super::types::AsDevice;
 use crate::groth16::{
     BackendError, Density, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness,
 };
@@ -48,6 +49,28 @@ pub struct GpuBackend {
     dev: GpuDevice,
     b2: B2Placement,
     resident: Mutex<Option<Resident>>,
+    /// a and b of the witness announced as next by the proof before ([`ProvingBackend::prove_then`]).
+    prefetched: Mutex<Option<(WitnessKey, Prefetched)>>,
+}
+
+/// Which witness a prefetch belongs to: where its a and b live, their lengths, and a sample of
+/// their values (so a later witness that happens to reuse the same allocations is not taken for
+/// it). A mix-up could only cost a proof that fails verification, never a wrong reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct WitnessKey([u64; 5]);
+
+impl WitnessKey {
+    fn of(w: &Witness) -> WitnessKey {
+        let sample = |v: &[Fr]| -> u64 {
+            let step = (v.len() / 16).max(1);
+            v.iter().step_by(step).fold(v.len() as u64, |h, x| {
+                let words: [u32; 8] = Fr::as_device(std::slice::from_ref(x))[0].0;
+                words.iter().fold(h, |h, &w| (h ^ w as u64).wrapping_mul(0x100_0000_01b3).rotate_left(17))
+            })
+        };
+        let (a, b) = (&w.a, &w.b);
+        WitnessKey([a.as_ptr() as u64, a.len() as u64, b.as_ptr() as u64, b.len() as u64, sample(a) ^ sample(b).rotate_left(32)])
+    }
 }
 
 /// The five MSM results of one proof.
@@ -61,7 +84,7 @@ pub struct MsmResults {
 
 impl GpuBackend {
     pub fn new(dev: GpuDevice, b2: B2Placement) -> Self {
-        GpuBackend { dev, b2, resident: Mutex::new(None) }
+        GpuBackend { dev, b2, resident: Mutex::new(None), prefetched: Mutex::new(None) }
     }
 
     pub fn device(&self) -> &GpuDevice {
@@ -97,10 +120,16 @@ impl GpuBackend {
         w: Witness,
         srs: &Srs,
         release: ReleaseFn<'_>,
+        next: Option<&Witness>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         let start = Instant::now();
         check_shape(&w, srs)?;
         let dev = &self.dev;
+        // this witness's a and b, if the proof before uploaded them; any other prefetch is stale
+        let prefetched = {
+            let mut p = self.prefetched.lock().unwrap_or_else(|p| p.into_inner());
+            p.take().filter(|(key, _)| *key == WitnessKey::of(&w)).map(|(_, up)| up)
+        };
         let mut slot = self.resident.lock().unwrap_or_else(|p| p.into_inner());
         if !slot.as_ref().is_some_and(|r| r.id == srs.id && r.loaded_at == srs.loaded_at) {
             *slot = None; // free the previous circuit's bases before uploading these
@@ -117,14 +146,19 @@ impl GpuBackend {
             None => Cow::Owned(dense_scalars(&w.input, Some(&w.b_input_density), &w.aux, &w.b_aux_density)),
         };
         let bases = StageBases { h: &res.h, l: &res.l, a: &res.a, b_g1: &res.b_g1, b_g2: res.b_g2.as_ref() };
-        let input = StageInput { a: &w.a, b: &w.b, c: &w.c, aux: &w.aux, a_scalars: &a_scalars, b_scalars: &b_scalars };
+        // only a witness of the same shape: the next proof of the same circuit, as a rule
+        let next_ab = next.filter(|n| n.a.len() == w.a.len()).map(|n| (n.a.as_slice(), n.b.as_slice()));
+        let input = StageInput { a: &w.a, b: &w.b, aux: &w.aux, a_scalars: &a_scalars, b_scalars: &b_scalars, next: next_ab };
         let abc_bytes = (w.a.len() + w.b.len() + w.c.len()) as u64 * 32;
         let (gpu, b2_cpu) = std::thread::scope(|scope| {
             let cpu = b_host.as_ref().map(|b| scope.spawn(|| cpu_msm_g2(&srs.b_g2, b)));
-            let gpu = stage::run(dev, &bases, &input, &mut || release(abc_bytes));
+            let gpu = stage::run(dev, &bases, &input, prefetched, &mut || release(abc_bytes));
             (gpu, cpu.map(|t| t.join()))
         });
-        let out = gpu.map_err(|e| self.device_error(e))?;
+        let mut out = gpu.map_err(|e| self.device_error(e))?;
+        if let (Some(n), Some(up)) = (next, out.next.take()) {
+            *self.prefetched.lock().unwrap_or_else(|p| p.into_inner()) = Some((WitnessKey::of(n), up));
+        }
         let b_g2 = match (out.b_g2, b2_cpu) {
             (Some(p), _) => p,
             (None, Some(Ok(p))) => p,
@@ -154,7 +188,17 @@ impl ProvingBackend for GpuBackend {
         srs: &Srs,
         release: ReleaseFn<'_>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        catch_unwind(AssertUnwindSafe(|| self.prove_inner(witness, srs, release)))
+        self.prove_then(witness, srs, release, None)
+    }
+
+    fn prove_then(
+        &self,
+        witness: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+        next: Option<&Witness>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        catch_unwind(AssertUnwindSafe(|| self.prove_inner(witness, srs, release, next)))
             .unwrap_or_else(|_| Err(BackendError::Other(format!("{}: prover panicked", self.dev.label()))))
     }
 }

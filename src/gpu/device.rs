@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use cudarc::nvrtc::Ptx;
 
 use super::kernels;
+use super::ntt::Domain;
 use super::types::DevFr;
 
 /// Scalars per pinned staging buffer (32 MiB); two alternate, so the CPU fills one while the
@@ -87,10 +88,12 @@ impl Gpu {
 
 /// Kernels looked up once per device.
 pub struct Kernels {
-    pub ntt_pass: CudaFunction,
+    pub ntt_pass_dit: CudaFunction,
+    pub ntt_pass_dif: CudaFunction,
     pub fr_mul_powers: CudaFunction,
     pub fr_powers: CudaFunction,
     pub h_pointwise: CudaFunction,
+    pub fr_mul_pointwise: CudaFunction,
     pub fr_from_mont: CudaFunction,
     pub msm_classify: CudaFunction,
     pub msm_hist: CudaFunction,
@@ -126,12 +129,16 @@ pub struct GpuDevice {
     stream: Arc<CudaStream>,
     /// Uploads that overlap the compute stream's work ([`GpuDevice::upload_async`]).
     copy: Arc<CudaStream>,
+    /// The next proof's uploads, made while this one's MSMs run ([`GpuDevice::prefetch_buffers`]).
+    prefetch: Arc<CudaStream>,
     _module: Arc<CudaModule>,
     pub(crate) k: Kernels,
     /// Bytes of L2 cache (the MSM's scatter sizes its window groups to it).
     pub(crate) l2_bytes: u64,
     /// Pinned buffers for [`GpuDevice::upload_scalars`], made on first use.
     staging: Mutex<Option<[Staging; 2]>>,
+    /// The last proof's NTT domain ([`Domain::cached`]).
+    pub(crate) domain: Mutex<Option<Arc<Domain>>>,
 }
 
 impl GpuDevice {
@@ -146,13 +153,14 @@ impl GpuDevice {
         let l2_bytes = ctx
             .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
             .map_err(err("cuDeviceGetAttribute"))? as u64;
-        // Kernels run on one stream; a second only uploads, and every hand-over between the two
-        // is an explicit event (Upload), so cudarc's per-buffer event tracking would only add
-        // events to every launch.
+        // Kernels run on one stream; two others only upload (this proof's inputs, and the next
+        // proof's a and b), and every hand-over between streams is an explicit event (Upload),
+        // so cudarc's per-buffer event tracking would only add events to every launch.
         // SAFETY: buffers are used on `stream`, except while an `Upload` owns them (see there).
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(err("cuStreamCreate"))?;
         let copy = ctx.new_stream().map_err(err("cuStreamCreate"))?;
+        let prefetch = ctx.new_stream().map_err(err("cuStreamCreate"))?;
         let module = ctx.load_module(Ptx::from_binary(kernels::FATBIN.to_vec())).map_err(err("cuModuleLoadData"))?;
         let f = |name: &'static str| module.load_function(name).map_err(err(name));
         let curve = |g: &str| -> Result<CurveKernels, GpuError> {
@@ -173,10 +181,12 @@ impl GpuDevice {
             })
         };
         let k = Kernels {
-            ntt_pass: f("ntt_pass")?,
+            ntt_pass_dit: f("ntt_pass_dit")?,
+            ntt_pass_dif: f("ntt_pass_dif")?,
             fr_mul_powers: f("fr_mul_powers")?,
             fr_powers: f("fr_powers")?,
             h_pointwise: f("h_pointwise")?,
+            fr_mul_pointwise: f("fr_mul_pointwise")?,
             fr_from_mont: f("fr_from_mont")?,
             msm_classify: f("msm_classify")?,
             msm_hist: f("msm_hist")?,
@@ -187,7 +197,7 @@ impl GpuDevice {
             g1: curve("g1")?,
             g2: curve("g2")?,
         };
-        Ok(GpuDevice { ordinal, name, ctx, stream, copy, _module: module, k, l2_bytes, staging: Mutex::new(None) })
+        Ok(GpuDevice { ordinal, name, ctx, stream, copy, prefetch, _module: module, k, l2_bytes, staging: Mutex::new(None), domain: Mutex::new(None) })
     }
 
     pub fn ordinal(&self) -> usize {
@@ -297,20 +307,52 @@ impl GpuDevice {
         Ok(bufs)
     }
 
+    /// Buffers for [`GpuDevice::prefetch_async`], allocated on the compute stream and written
+    /// by the prefetch stream only after what the compute stream holds at this point (allocate
+    /// them before queueing kernels). None when they would not leave `spare` bytes free: a
+    /// prefetch is an optimization and must not take memory the proof itself needs.
+    pub(crate) fn prefetch_buffers(&self, lens: &[usize], spare: u64) -> Result<Option<Vec<CudaSlice<DevFr>>>, GpuError> {
+        let bytes: u64 = lens.iter().map(|&n| n as u64 * 32).sum();
+        let (free, _) = self.mem_info()?;
+        if free < bytes + spare {
+            return Ok(None);
+        }
+        let bufs = lens.iter().map(|&n| self.alloc::<DevFr>(n)).collect::<Result<Vec<_>, _>>()?;
+        self.prefetch.join(&self.stream).map_err(|e| self.err("cuStreamWaitEvent", e))?;
+        Ok(Some(bufs))
+    }
+
+    /// [`GpuDevice::upload_async`] on the prefetch stream, into a buffer from
+    /// [`GpuDevice::prefetch_buffers`].
+    pub(crate) fn prefetch_async(&self, host: &[DevFr], buf: CudaSlice<DevFr>) -> Result<Upload, GpuError> {
+        self.upload_on(&self.prefetch, host, buf)
+    }
+
+    /// `buf`, filled by work queued on the compute stream, as an [`Upload`] (for benchmarks of
+    /// paths that take uploads).
+    pub(crate) fn resident(&self, buf: CudaSlice<DevFr>) -> Result<Upload, GpuError> {
+        let done = self.stream.record_event(None).map_err(|e| self.err("cuEventRecord", e))?;
+        Ok(Upload { buf: Some(buf), done })
+    }
+
     /// Starts uploading `host` into `buf` (from [`GpuDevice::alloc_for_upload`]; the rest zeroed)
     /// on the copy stream, beside the kernels queued on the compute stream. Returns once the host
     /// side is done: `host` may be freed, the last chunk may still be in flight.
     /// [`GpuDevice::ready`] hands the buffer to the compute stream.
-    pub(crate) fn upload_async(&self, host: &[DevFr], mut buf: CudaSlice<DevFr>) -> Result<Upload, GpuError> {
+    pub(crate) fn upload_async(&self, host: &[DevFr], buf: CudaSlice<DevFr>) -> Result<Upload, GpuError> {
+        self.upload_on(&self.copy, host, buf)
+    }
+
+    fn upload_on(&self, stream: &Arc<CudaStream>, host: &[DevFr], mut buf: CudaSlice<DevFr>) -> Result<Upload, GpuError> {
         let len = buf.len();
         if host.len() > len {
             return Err(self.err("upload", format!("{} scalars into a buffer of {len}", host.len())));
         }
-        self.stage(&self.copy, host, &mut buf.slice_mut(..host.len()))?;
+        self.stage(stream, host, &mut buf.slice_mut(..host.len()))?;
         if host.len() < len {
-            self.copy.memset_zeros(&mut buf.slice_mut(host.len()..)).map_err(|e| self.err("cuMemsetD8Async", e))?;
+            stream.memset_zeros(&mut buf.slice_mut(host.len()..)).map_err(|e| self.err("cuMemsetD8Async", e))?;
         }
-        let done = self.copy.record_event(None).map_err(|e| self.err("cuEventRecord", e))?;
+        let done = stream.record_event(None).map_err(|e| self.err("cuEventRecord", e))?;
         Ok(Upload { buf: Some(buf), done })
     }
 
@@ -380,6 +422,13 @@ impl Drop for GpuDevice {
 pub(crate) struct Upload {
     buf: Option<CudaSlice<DevFr>>,
     done: CudaEvent,
+}
+
+impl Upload {
+    /// The device buffer's length in elements.
+    pub(crate) fn len(&self) -> usize {
+        self.buf.as_ref().map_or(0, CudaSlice::len)
+    }
 }
 
 impl Drop for Upload {

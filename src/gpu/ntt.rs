@@ -3,14 +3,17 @@
 //!
 //! h = icoset_ntt((coset_ntt(intt(a)) · coset_ntt(intt(b)) − coset_ntt(intt(c))) · (g^m − 1)^-1),
 //! with the m^-1 of each inverse transform folded into the coset multiplication that follows it.
-//! Each transform is a few passes of `ntt_pass` (cuda/ntt/ntt.cuh), up to ten radix-2 stages a
-//! pass in shared memory: 2^24 takes three passes over memory instead of one per stage.
+//! Each transform is a few passes of `ntt_pass_dit` or `ntt_pass_dif` (cuda/ntt/ntt.cuh), up to
+//! ten radix-2 stages a pass in shared memory: 2^24 takes three passes over memory instead of one
+//! per stage.
+
+use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
 use cudarc::driver::CudaSlice;
 use ff::{Field, PrimeField};
 
-use super::device::{blocks, GpuDevice, GpuError};
+use super::device::{blocks, GpuDevice, GpuError, Upload};
 use super::types::{AsDevice, DevFr};
 
 /* must match NTT_PASS_LOG, NTT_RADIX_LOG, NTT_TW_LO_BITS and the NTT_* flags in cuda/ntt/ntt.cuh */
@@ -213,6 +216,21 @@ impl Domain {
         Self::new(dev, log_n)
     }
 
+    /// [`Domain::for_len`], kept on the device for the proofs that follow: making the tables of
+    /// a 2^27 domain takes about 4 GB and 25 ms of device time a proof. One domain at a time;
+    /// another size replaces it.
+    pub(crate) fn cached(dev: &GpuDevice, len: usize) -> Result<Arc<Domain>, GpuError> {
+        let log_n = len.max(1).next_power_of_two().trailing_zeros();
+        let mut slot = dev.domain.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = slot.as_ref().filter(|d| d.log_n == log_n) {
+            return Ok(d.clone());
+        }
+        *slot = None; // the old tables go before the new ones are made
+        let d = Arc::new(Self::new(dev, log_n)?);
+        *slot = Some(d.clone());
+        Ok(d)
+    }
+
     pub fn new(dev: &GpuDevice, log_n: u32) -> Result<Domain, GpuError> {
         if log_n > MAX_LOG_N {
             return Err(dev.err("ntt", format!("domain 2^{log_n} exceeds 2^{MAX_LOG_N}")));
@@ -284,7 +302,8 @@ impl Domain {
             let grid = (1u64 << (log_n - nst - log_l)) as u32;
             // In-place passes hand the same buffer as `in` and `out`: each block reads all of its
             // elements before it writes any, and no two blocks share an element.
-            dev.launch(&dev.k.ntt_pass, "ntt_pass")
+            let (kernel, name) = if flags & DIF != 0 { (&dev.k.ntt_pass_dif, "ntt_pass_dif") } else { (&dev.k.ntt_pass_dit, "ntt_pass_dit") };
+            dev.launch(kernel, name)
                 .arg(src)
                 .arg(dst)
                 .arg(&log_n)
@@ -353,24 +372,57 @@ impl Domain {
         Ok(buf)
     }
 
-    /// The h polynomial's m coefficients, left on the device in Montgomery form
-    /// (bellperson uses the first m − 1). a, b and c go up one after another on the copy stream,
-    /// each one's transforms queued as soon as it is there, so they run while the next uploads.
-    pub(crate) fn h(&self, dev: &GpuDevice, a: &[Fr], b: &[Fr], c: &[Fr]) -> Result<CudaSlice<DevFr>, GpuError> {
+    /// The h polynomial's m coefficients, left on the device in Montgomery form (bellperson uses
+    /// the first m − 1), from a, b and c on the domain (each zero-padded to m). a and b come from
+    /// the host one after the other on the copy stream, each one's transforms queued as soon as it
+    /// is there, so they run while the next uploads; or they are already on their way
+    /// ([`Values::Device`], prefetched during the proof before).
+    ///
+    /// With `c` = `None`, c is made on the device as a∘b instead of uploaded: every constraint of
+    /// a satisfied R1CS has a_i·b_i = c_i (bellperson's input constraints x·0 = 0 and the zero
+    /// padding too). An unsatisfied witness still gives a proof that fails verification, as with
+    /// its own c: the L MSM takes C's terms from the witness, not from here.
+    pub(crate) fn h(&self, dev: &GpuDevice, a: Values<'_>, b: Values<'_>, c: Option<&[Fr]>) -> Result<CudaSlice<DevFr>, GpuError> {
         let m = self.size();
-        if let Some(v) = [a, b, c].into_iter().find(|v| v.len() > m) {
-            return Err(dev.err("h", format!("{} values exceed domain {m}", v.len())));
+        if let Some(n) = [a.len(), b.len(), c.map_or(0, <[Fr]>::len)].into_iter().find(|&n| n > m) {
+            return Err(dev.err("h", format!("{n} values exceed domain {m}")));
         }
-        dev.reserve("h (a, b, c on the domain)", 3 * m as u64 * 32)?;
-        let mut bufs = dev.alloc_for_upload(&[m; 3])?.into_iter();
-        let mut coset = |v: &[Fr]| -> Result<CudaSlice<DevFr>, GpuError> {
-            let buf = bufs.next().ok_or_else(|| dev.err("h", "three buffers"))?;
-            let mut x = dev.ready(dev.upload_async(Fr::as_device(v), buf)?)?;
-            self.to_coset(dev, &mut x)?;
-            Ok(x)
+        if let Some(n) = [a.device_len(), b.device_len()].into_iter().flatten().find(|&n| n < m) {
+            return Err(dev.err("h", format!("prefetched buffer of {n} for domain {m}")));
+        }
+        // buffers for what comes from the host, and c's
+        let uploads = usize::from(a.is_host()) + usize::from(b.is_host()) + 1;
+        dev.reserve("h (a, b, c on the domain)", uploads as u64 * m as u64 * 32)?;
+        let mut bufs = dev.alloc_for_upload(&vec![m; uploads])?.into_iter();
+        let mut next_buf = || bufs.next().ok_or_else(|| dev.err("h", "missing buffer"));
+        let mut c_buf = next_buf()?;
+        let mut a = a.ready(dev, &mut next_buf)?;
+        if c.is_none() {
+            // a's domain values, kept before its transforms overwrite them
+            dev.stream().memcpy_dtod(&a, &mut c_buf).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+        }
+        self.to_coset(dev, &mut a)?;
+        let mut b = b.ready(dev, &mut next_buf)?;
+        if c.is_none() {
+            self.mul_pointwise(dev, &mut c_buf, &b)?;
+        }
+        self.to_coset(dev, &mut b)?;
+        let mut c = match c {
+            // uploaded while b's transforms run
+            Some(host) => dev.ready(dev.upload_async(Fr::as_device(host), c_buf)?)?,
+            None => c_buf,
         };
-        let done = [coset(a)?, coset(b)?, coset(c)?];
-        self.h_from_coset(dev, done)
+        self.to_coset(dev, &mut c)?;
+        self.h_from_coset(dev, [a, b, c])
+    }
+
+    /// x[i] *= y[i] for the domain's m elements: c = a∘b on the domain, for [`Domain::h`].
+    fn mul_pointwise(&self, dev: &GpuDevice, x: &mut CudaSlice<DevFr>, y: &CudaSlice<DevFr>) -> Result<(), GpuError> {
+        let m = self.size() as u64;
+        if (x.len().min(y.len()) as u64) < m {
+            return Err(dev.err("h", format!("buffers of {} and {} for domain {m}", x.len(), y.len())));
+        }
+        dev.launch(&dev.k.fr_mul_pointwise, "fr_mul_pointwise").arg(x).arg(y).arg(&m).run((blocks(m, BLOCK), 1), BLOCK)
     }
 
     /// The first step of h for one of a, b, c (zero-padded to m), in place: evaluations on the
@@ -421,6 +473,47 @@ impl Domain {
     }
 }
 
+/// One of h's inputs: values on the host, or an upload already made ([`GpuDevice::upload_async`]),
+/// such as a proof's a and b prefetched while the proof before it ran.
+pub(crate) enum Values<'a> {
+    Host(&'a [Fr]),
+    Device(Upload),
+}
+
+impl Values<'_> {
+    fn is_host(&self) -> bool {
+        matches!(self, Values::Host(_))
+    }
+
+    /// Values on the host; a device buffer is checked against the domain instead.
+    fn len(&self) -> usize {
+        match self {
+            Values::Host(v) => v.len(),
+            Values::Device(_) => 0,
+        }
+    }
+
+    fn device_len(&self) -> Option<usize> {
+        match self {
+            Values::Host(_) => None,
+            Values::Device(up) => Some(up.len()),
+        }
+    }
+
+    /// The values on the device, for the compute stream: host values go up into a buffer from
+    /// `buf` first.
+    fn ready(
+        self,
+        dev: &GpuDevice,
+        buf: &mut dyn FnMut() -> Result<CudaSlice<DevFr>, GpuError>,
+    ) -> Result<CudaSlice<DevFr>, GpuError> {
+        match self {
+            Values::Host(v) => dev.ready(dev.upload_async(Fr::as_device(v), buf()?)?),
+            Values::Device(up) => dev.ready(up),
+        }
+    }
+}
+
 /// Host-to-host transform of `values` (length a power of two), for tests and benchmarks.
 pub fn ntt(dev: &GpuDevice, values: &mut [Fr], kind: NttKind) -> Result<(), GpuError> {
     if !values.len().is_power_of_two() {
@@ -436,10 +529,11 @@ pub fn ntt(dev: &GpuDevice, values: &mut [Fr], kind: NttKind) -> Result<(), GpuE
     Ok(())
 }
 
-/// bellperson's h (m − 1 coefficients) computed on the device and read back, for tests.
-pub fn h_poly(dev: &GpuDevice, a: &[Fr], b: &[Fr], c: &[Fr]) -> Result<Vec<Fr>, GpuError> {
-    let dom = Domain::for_len(dev, a.len().max(b.len()).max(c.len()))?;
-    let h = dom.h(dev, a, b, c)?;
+/// bellperson's h (m − 1 coefficients) computed on the device and read back, for tests; `c` as
+/// for [`Domain::h`].
+pub fn h_poly(dev: &GpuDevice, a: &[Fr], b: &[Fr], c: Option<&[Fr]>) -> Result<Vec<Fr>, GpuError> {
+    let dom = Domain::for_len(dev, a.len().max(b.len()).max(c.map_or(0, <[Fr]>::len)))?;
+    let h = dom.h(dev, Values::Host(a), Values::Host(b), c)?;
     let m = dom.size();
     Ok(dev.download(&h, m - 1)?.into_iter().map(DevFr::to_scalar).collect())
 }
@@ -492,26 +586,28 @@ mod tests {
                     let base = ((q >> low) << (low + g)) | (q & ((1 << low) - 1));
                     let mut v: Vec<Fr> = (0..1u32 << g).map(|x| s[(base | (x << low)) as usize]).collect();
                     let (l, k) = (base & lmask, base >> log_l);
+                    // the twiddle index depends on x only through its bits below the stage's
+                    let jbase = ((k & ((1 << s0) - 1)) << st0) | (lo_base + l);
+                    let zero_base = st0 == 0 && s0 == 0 && g == RADIX_LOG;
                     for ii in 0..g {
                         let i = if dif { g - 1 - ii } else { ii };
-                        let (st, gst) = (s0 + i, st0 + s0 + i);
-                        for x in (0..1u32 << g).filter(|x| x & (1 << i) == 0) {
-                            let y = (x | (1 << i)) as usize;
-                            let (u, w_v) = (v[x as usize], v[y]);
-                            let (a, b) = if gst == 0 {
-                                (u + w_v, u - w_v)
-                            } else {
-                                let kx = k | (x << s0);
-                                let j = (((kx & ((1 << st) - 1)) as u64) << st0) | (lo_base + l) as u64;
-                                let w = tw[(j << (log_n - 1 - gst)) as usize];
-                                if dif {
-                                    (u + w_v, (u - w_v) * w)
-                                } else {
-                                    (u + w_v * w, u - w_v * w)
-                                }
-                            };
-                            v[x as usize] = a;
-                            v[y] = b;
+                        let gst = st0 + s0 + i;
+                        for xl in 0..1u32 << i {
+                            // the kernel loads each twiddle once and skips it where it is 1
+                            let j = jbase | (xl << (s0 + st0));
+                            let w = (!(zero_base && xl == 0)).then(|| tw[(j << (log_n - 1 - gst)) as usize]);
+                            for xh in 0..1u32 << (g - 1 - i) {
+                                let x = (xl | (xh << (i + 1))) as usize;
+                                let y = x | (1 << i);
+                                let (u, w_v) = (v[x], v[y]);
+                                let (a, b) = match w {
+                                    None => (u + w_v, u - w_v),
+                                    Some(w) if dif => (u + w_v, (u - w_v) * w),
+                                    Some(w) => (u + w_v * w, u - w_v * w),
+                                };
+                                v[x] = a;
+                                v[y] = b;
+                            }
                         }
                     }
                     for (x, val) in v.into_iter().enumerate() {

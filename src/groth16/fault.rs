@@ -69,6 +69,16 @@ impl ProvingBackend for FaultInjecting {
     }
 
     fn prove(&self, witness: Witness, srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        self.prove_then(witness, srs, release, None)
+    }
+
+    fn prove_then(
+        &self,
+        witness: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+        next: Option<&Witness>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         match self.fault {
             Fault::DeviceError => Err(BackendError::Device {
@@ -78,13 +88,13 @@ impl ProvingBackend for FaultInjecting {
             }),
             Fault::Panic => panic!("injected panic ({ENV})"),
             Fault::PanicOnce if n == 0 => panic!("injected panic ({ENV} panic-once)"),
-            Fault::PanicOnce => self.inner.prove(witness, srs, release),
+            Fault::PanicOnce => self.inner.prove_then(witness, srs, release, next),
             Fault::CorruptWitness => {
                 let mut witness = witness;
                 if let Some(v) = witness.aux.last_mut() {
                     *v += blstrs::Scalar::from(1u64);
                 }
-                self.inner.prove(witness, srs, release)
+                self.inner.prove_then(witness, srs, release, next)
             }
         }
     }

@@ -144,6 +144,20 @@ pub trait ProvingBackend: Send + Sync {
         srs: &Srs,
         release: ReleaseFn<'_>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError>;
+
+    /// [`ProvingBackend::prove`], told the witness this backend proves next when one is already
+    /// waiting, so that it can move that witness's inputs while this one is proved (the GPU
+    /// backend uploads its a and b during this proof's MSMs). The default ignores `next`.
+    fn prove_then(
+        &self,
+        witness: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+        next: Option<&Witness>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        let _ = next;
+        self.prove(witness, srs, release)
+    }
 }
 
 pub mod assignment;

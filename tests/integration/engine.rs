@@ -54,6 +54,8 @@ struct FakeBackend {
     kinds: Arc<Mutex<std::collections::HashMap<usize, ProofKind>>>,
     calls: AtomicUsize,
     release_bytes: u64,
+    /// For each proof, the kind tag (input length) of the witness announced as next, if any.
+    announced: Arc<Mutex<Vec<Option<usize>>>>,
 }
 
 impl ProvingBackend for FakeBackend {
@@ -71,6 +73,16 @@ impl ProvingBackend for FakeBackend {
         std::thread::sleep(self.prove);
         release(self.release_bytes);
         Ok((Proof { a: G1Affine::generator(), b: G2Affine::generator(), c: G1Affine::generator() }, ProveTimings::default()))
+    }
+    fn prove_then(
+        &self,
+        w: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+        next: Option<&Witness>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        self.announced.lock().unwrap().push(next.map(|n| n.input.len()));
+        self.prove(w, srs, release)
     }
 }
 
@@ -143,6 +155,7 @@ impl SrsSource for FakeSrs {
 struct Rig {
     engine: Arc<Engine>,
     order: Arc<Mutex<Vec<ProofKind>>>,
+    announced: Arc<Mutex<Vec<Option<usize>>>>,
 }
 
 fn rig(budget: u64, parallelism: u32, prove: Duration) -> Rig {
@@ -150,7 +163,9 @@ fn rig(budget: u64, parallelism: u32, prove: Duration) -> Rig {
     let kinds = Arc::new(Mutex::new(
         [(1usize, ProofKind::PorepC2), (2, ProofKind::WinningPost), (3, ProofKind::WindowPost)].into_iter().collect(),
     ));
-    let backend = FakeBackend { prove, order: order.clone(), kinds, calls: AtomicUsize::new(0), release_bytes: 0 };
+    let announced = Arc::new(Mutex::new(vec![]));
+    let backend =
+        FakeBackend { prove, order: order.clone(), kinds, calls: AtomicUsize::new(0), release_bytes: 0, announced: announced.clone() };
     let config = snarkd::config::Config::default();
     let engine = Engine::start(
         EngineSettings::from_config(&config),
@@ -159,7 +174,7 @@ fn rig(budget: u64, parallelism: u32, prove: Duration) -> Rig {
         Arc::new(FakeSrs::new()),
         Arc::new(|_, _, _| Ok(true)),
     );
-    Rig { engine, order }
+    Rig { engine, order, announced }
 }
 
 fn statement(kind: ProofKind, partitions: usize, bytes: u64, synth: Duration) -> Box<dyn Statement> {
@@ -211,6 +226,20 @@ fn winning_post_overtakes_queued_porep_partitions() {
     let next = r.engine.submit(statement(ProofKind::PorepC2, 2, 1024, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
     assert_eq!(wait_done(&r.engine, &next.job_id, Duration::from_secs(10)).state, JobState::Done);
     assert_eq!(r.engine.status().lookahead.used, 0);
+    r.engine.shutdown();
+}
+
+#[test]
+fn the_device_is_told_the_next_partition_while_it_proves_one() {
+    let r = rig(1 << 30, 2, Duration::from_millis(60));
+    let porep = r.engine.submit(statement(ProofKind::PorepC2, 6, 1024, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
+    assert_eq!(wait_done(&r.engine, &porep.job_id, Duration::from_secs(10)).state, JobState::Done);
+    let announced = r.announced.lock().unwrap().clone();
+    assert_eq!(announced.len(), 6);
+    // synthesis (5 ms) outruns proving (60 ms): from the first proof on, the next partition is
+    // waiting and is announced; the last has none after it
+    assert!(announced[..5].iter().filter(|n| n.is_some()).count() >= 4, "{announced:?}");
+    assert_eq!(announced[5], None);
     r.engine.shutdown();
 }
 
