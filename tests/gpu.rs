@@ -129,7 +129,7 @@ impl ConstraintSystem<Fr> for Recorder {
         self.0.b_input_density.push(false);
         Ok(Variable::new_unchecked(Index::Input(self.0.input.len() - 1)))
     }
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, _c: LC)
     where
         A: FnOnce() -> AR,
         AR: Into<String>,
@@ -137,11 +137,11 @@ impl ConstraintSystem<Fr> for Recorder {
         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
-        let (a, b, c) = (a(LinearCombination::zero()), b(LinearCombination::zero()), c(LinearCombination::zero()));
-        let (a, b, c) = (self.eval(&a, 'a'), self.eval(&b, 'b'), self.eval(&c, 'c'));
+        // C is not recorded: the provers take a∘b (`Witness::a`)
+        let (a, b) = (a(LinearCombination::zero()), b(LinearCombination::zero()));
+        let (a, b) = (self.eval(&a, 'a'), self.eval(&b, 'b'));
         self.0.a.push(a);
         self.0.b.push(b);
-        self.0.c.push(c);
     }
     fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
     fn pop_namespace(&mut self) {}

@@ -205,6 +205,20 @@ fn tampered_witness_does_not_verify() {
     assert!(!verify(&srs.pvk, &proof, &inputs).unwrap());
 }
 
+/// The provers take C's evaluations as a∘b; an A evaluation that no longer satisfies its
+/// constraint must still give a proof that fails verification.
+#[test]
+fn unsatisfied_evaluations_do_not_verify() {
+    let (dir, _) = setup();
+    let srs = load(dir.path(), &id(), PointCheck::Full).unwrap();
+    let circuit = Mixed { seed: 4 };
+    let inputs = circuit.public_inputs();
+    let mut witness = synthesize(circuit).unwrap();
+    witness.a[5] += Fr::ONE;
+    let (proof, _) = CpuBackend.prove(witness, &srs, &|_| {}).unwrap();
+    assert!(!verify(&srs.pvk, &proof, &inputs).unwrap());
+}
+
 #[test]
 fn witness_of_another_circuit_is_a_shape_error() {
     let (dir, _) = setup();

@@ -149,10 +149,10 @@ impl GpuBackend {
         // only a witness of the same shape: the next proof of the same circuit, as a rule
         let next_ab = next.filter(|n| n.a.len() == w.a.len()).map(|n| (n.a.as_slice(), n.b.as_slice()));
         let input = StageInput { a: &w.a, b: &w.b, aux: &w.aux, a_scalars: &a_scalars, b_scalars: &b_scalars, next: next_ab };
-        let abc_bytes = (w.a.len() + w.b.len() + w.c.len()) as u64 * 32;
+        let ab_bytes = (w.a.len() + w.b.len()) as u64 * 32;
         let (gpu, b2_cpu) = std::thread::scope(|scope| {
             let cpu = b_host.as_ref().map(|b| scope.spawn(|| cpu_msm_g2(&srs.b_g2, b)));
-            let gpu = stage::run(dev, &bases, &input, prefetched, &mut || release(abc_bytes));
+            let gpu = stage::run(dev, &bases, &input, prefetched, &mut || release(ab_bytes));
             (gpu, cpu.map(|t| t.join()))
         });
         let mut out = gpu.map_err(|e| self.device_error(e))?;
@@ -213,7 +213,7 @@ fn check_shape(w: &Witness, srs: &Srs) -> Result<(), BackendError> {
         }
     };
     let m = w.a.len().max(1).next_power_of_two();
-    shape("a, b, c lengths", w.b.len().max(w.c.len()), w.a.len())?;
+    shape("a, b lengths", w.b.len(), w.a.len())?;
     shape("h bases (domain - 1)", m - 1, srs.h.len())?;
     shape("l bases (aux)", w.aux.len(), srs.l.len())?;
     shape("a density over aux", w.a_aux_density.len(), w.aux.len())?;

@@ -23,7 +23,6 @@ pub fn synthesize<C: Circuit<Fr>>(circuit: C) -> Result<Witness, SynthesisError>
     let n = w.input.len();
     w.a.extend_from_slice(&w.input);
     w.b.resize(w.b.len() + n, Fr::ZERO);
-    w.c.resize(w.c.len() + n, Fr::ZERO);
     Ok(cs.0)
 }
 
@@ -110,7 +109,7 @@ impl ConstraintSystem<Fr> for WitnessCs {
         Ok(Variable::new_unchecked(Index::Input(w.input.len() - 1)))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, _c: LC)
     where
         A: FnOnce() -> AR,
         AR: Into<String>,
@@ -121,7 +120,7 @@ impl ConstraintSystem<Fr> for WitnessCs {
         let w = &mut self.0;
         let (input, aux) = (&w.input[..], &w.aux[..]);
         // Inputs are fully dense in A (the closing x_i · 0 = 0 constraints), so only aux is tracked
-        // there; C has no query of its own and tracks nothing.
+        // there. C is not built at all: see `Witness::a`.
         let av = eval(
             &a(LinearCombination::zero()),
             input,
@@ -136,10 +135,8 @@ impl ConstraintSystem<Fr> for WitnessCs {
             Some(&mut w.b_input_density),
             Some(&mut w.b_aux_density),
         );
-        let cv = eval(&c(LinearCombination::zero()), input, aux, None, None);
         w.a.push(av);
         w.b.push(bv);
-        w.c.push(cv);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -162,13 +159,12 @@ impl ConstraintSystem<Fr> for WitnessCs {
     /// Appends a constraint system synthesized separately (FallbackPoSt synthesizes sector chunks
     /// in parallel). `other` began with its own temporary ONE at input 0, which is dropped and
     /// merged into ours; its other inputs and all its aux variables follow ours, so the density bits
-    /// append in order. The a/b/c values were already evaluated against `other`'s own indices and
+    /// append in order. The a/b values were already evaluated against `other`'s own indices and
     /// need no renumbering.
     fn extend(&mut self, other: &Self) {
         let (w, o) = (&mut self.0, &other.0);
         w.a.extend_from_slice(&o.a);
         w.b.extend_from_slice(&o.b);
-        w.c.extend_from_slice(&o.c);
         w.aux.extend_from_slice(&o.aux);
         w.a_aux_density.extend(&o.a_aux_density);
         w.b_aux_density.extend(&o.b_aux_density);
@@ -221,7 +217,9 @@ mod tests {
             vec![Fr::from(3u64), Fr::ONE, Fr::ONE, Fr::from(3u64), Fr::from(15u64)]
         );
         assert_eq!(w.b, vec![Fr::from(5u64), Fr::ZERO, Fr::ZERO, Fr::ZERO, Fr::ZERO]);
-        assert_eq!(w.c, vec![Fr::from(15u64), Fr::ZERO, Fr::ZERO, Fr::ZERO, Fr::ZERO]);
+        // C's evaluations, which the provers form as a∘b: the circuit's z, then zeros
+        let c: Vec<Fr> = w.a.iter().zip(&w.b).map(|(a, b)| *a * b).collect();
+        assert_eq!(c, vec![Fr::from(15u64), Fr::ZERO, Fr::ZERO, Fr::ZERO, Fr::ZERO]);
         // y's coefficient in the second A merged to zero: only `bit` is marked there
         assert!(!w.a_aux_density.get(0) && w.a_aux_density.get(1));
         assert!(w.b_aux_density.get(0) && w.b_aux_density.get(1));
@@ -250,7 +248,7 @@ mod tests {
             ext.extend(&part);
         }
         let (s, e) = (seq.0, ext.0);
-        assert_eq!((s.a, s.b, s.c), (e.a, e.b, e.c));
+        assert_eq!((s.a, s.b), (e.a, e.b));
         assert_eq!((s.input, s.aux), (e.input, e.aux));
         assert_eq!(s.a_aux_density, e.a_aux_density);
         assert_eq!(s.b_input_density, e.b_input_density);

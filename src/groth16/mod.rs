@@ -69,10 +69,12 @@ impl Density {
 /// Everything the proving stage needs from one synthesized circuit (one partition).
 #[derive(Debug, Clone, Default)]
 pub struct Witness {
-    /// Per-constraint evaluations of the A, B and C linear combinations (input constraints included).
+    /// Per-constraint evaluations of the A and B linear combinations (input constraints
+    /// included). C's are not recorded: in a satisfied R1CS they equal a∘b, which the provers
+    /// form instead (from a witness that does not satisfy it, a proof fails verification either
+    /// way), so synthesis neither builds nor evaluates C's linear combinations.
     pub a: Vec<Fr>,
     pub b: Vec<Fr>,
-    pub c: Vec<Fr>,
     /// Input assignment; `input[0]` is the constant ONE.
     pub input: Vec<Fr>,
     pub aux: Vec<Fr>,
@@ -85,7 +87,7 @@ impl Witness {
     /// Bytes held by this witness, used by the memory budget.
     pub fn bytes(&self) -> u64 {
         let fr = std::mem::size_of::<Fr>();
-        let vecs = self.a.len() + self.b.len() + self.c.len() + self.input.len() + self.aux.len();
+        let vecs = self.a.len() + self.b.len() + self.input.len() + self.aux.len();
         (vecs * fr + self.a_aux_density.bytes() + self.b_input_density.bytes() + self.b_aux_density.bytes())
             as u64
     }

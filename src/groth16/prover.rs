@@ -27,7 +27,6 @@ pub fn check_shape(w: &Witness, srs: &Srs) -> Result<(), BackendError> {
     };
     let n = w.a.len();
     shape("b evaluations", w.b.len(), n)?;
-    shape("c evaluations", w.c.len(), n)?;
     let m = 1usize << Domain::log_size_for(n)?;
     shape("h query points (domain size − 1)", m - 1, srs.h.len())?;
     shape("public inputs (with ONE)", w.input.len(), srs.vk.ic.len())?;

@@ -271,8 +271,9 @@ pub struct CircuitSize {
 }
 
 impl CircuitSize {
-    /// The bytes a [`Witness`] of this circuit holds: a, b and c (one Fr each per constraint), the
-    /// input and aux assignments (one Fr per variable), and three density bitmaps.
+    /// The bytes a [`Witness`] of this circuit holds while it is proved: a, b and the c the CPU
+    /// prover forms from them (one Fr each per constraint), the input and aux assignments (one Fr
+    /// per variable), and three density bitmaps.
     pub fn witness_bytes(&self) -> Bytes {
         let fr = std::mem::size_of::<Fr>() as u64;
         let densities = (self.aux * 2 + self.inputs).div_ceil(8);
