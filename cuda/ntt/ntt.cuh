@@ -236,6 +236,19 @@ extern "C" __global__ void fr_mul_pointwise(fr_t* x, const fr_t* y, uint64_t n) 
     store_fr(&x[i], load_fr(&x[i]) * load_fr(&y[i]));
 }
 
+// The values of src whose density bit is set, in order: dst[offsets[i / 64] + (set bits of word
+// i / 64 below bit i % 64)] = src[i]. The A and B queries' scalars, picked from the aux assignment
+// on the device instead of collected and uploaded twice more (host: stage.rs, select_scalars).
+extern "C" __global__ void fr_select(const fr_t* src, uint64_t n, const uint64_t* words, const uint32_t* offsets,
+                                     fr_t* dst) {
+    uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint64_t w = words[i >> 6];
+    uint32_t bit = i & 63;
+    if (!((w >> bit) & 1)) return;
+    store_fr(&dst[offsets[i >> 6] + __popcll(w & ((1ull << bit) - 1))], load_fr(&src[i]));
+}
+
 // Montgomery -> canonical, in place (MSM scalars).
 extern "C" __global__ void fr_from_mont(fr_t* x, uint64_t n) {
     uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;

@@ -428,29 +428,28 @@ impl Pipeline {
         // lookahead slot until its own proof starts.
         let mut on_deck: Option<(Place, Synthesized)> = None;
         loop {
-            let next = match on_deck.take() {
-                Some((place, s)) => {
-                    let mut q = device.queue.lock().unwrap();
-                    if q.first_before(place) {
-                        q.put_back(place, s);
-                        q.pop().map(|(_, s)| s)
-                    } else {
-                        Some(s)
-                    }
+            // the partition on deck, unless a more urgent one arrived meanwhile: then it goes back
+            let kept = on_deck.take().and_then(|(place, s)| {
+                let mut q = device.queue.lock().unwrap();
+                if q.first_before(place) {
+                    q.put_back(place, s);
+                    None
+                } else {
+                    Some(s)
                 }
-                None => {
-                    let mut q = device.queue.lock().unwrap();
-                    loop {
-                        if let Some((_, s)) = q.pop() {
-                            break Some(s);
-                        }
-                        if self.stopped() {
-                            break None;
-                        }
-                        q = device.ready.wait_timeout(q, Duration::from_millis(100)).unwrap().0;
+            });
+            let next = kept.or_else(|| {
+                let mut q = device.queue.lock().unwrap();
+                loop {
+                    if let Some((_, s)) = q.pop() {
+                        break Some(s);
                     }
+                    if self.stopped() {
+                        break None;
+                    }
+                    q = device.ready.wait_timeout(q, Duration::from_millis(100)).unwrap().0;
                 }
-            };
+            });
             device.on_deck.store(false, Ordering::Relaxed);
             let Some(mut s) = next else { return };
             // The device owns the witness now; its slot, if it held one, goes to the next synthesis.

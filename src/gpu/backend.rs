@@ -17,7 +17,7 @@ use rand_core::OsRng;
 
 use super::device::{GpuDevice, GpuError};
 use super::msm::{DeviceBases, G1, G2};
-use super::stage::{self, Prefetched, StageBases, StageInput};
+use super::stage::{self, Prefetched, Selection, StageBases, StageInput};
 use super::types::AsDevice;
 use crate::groth16::{
     BackendError, Density, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness,
@@ -137,18 +137,16 @@ impl GpuBackend {
         }
         let res = slot.as_ref().ok_or_else(|| BackendError::Other("srs upload left no bases".into()))?;
 
-        // B's scalars are needed on the host only for a B_G2 MSM on the CPU; otherwise A's and
-        // B's are collected on the stage's upload thread, while h runs.
+        // B's scalars are needed on the host only for a B_G2 MSM on the CPU; the device picks
+        // A's and B's from the aux it uploads for L.
         let b_host = res.b_g2.is_none().then(|| dense_scalars(&w.input, Some(&w.b_input_density), &w.aux, &w.b_aux_density));
-        let a_scalars = || Cow::Owned(dense_scalars(&w.input, None, &w.aux, &w.a_aux_density));
-        let b_scalars = || match &b_host {
-            Some(v) => Cow::Borrowed(v.as_slice()),
-            None => Cow::Owned(dense_scalars(&w.input, Some(&w.b_input_density), &w.aux, &w.b_aux_density)),
-        };
+        let a_select = Selection { inputs: Cow::Borrowed(&w.input), aux: &w.a_aux_density };
+        let b_inputs = w.input.iter().enumerate().filter(|(i, _)| w.b_input_density.get(*i)).map(|(_, x)| *x).collect();
+        let b_select = Selection { inputs: Cow::Owned(b_inputs), aux: &w.b_aux_density };
         let bases = StageBases { h: &res.h, l: &res.l, a: &res.a, b_g1: &res.b_g1, b_g2: res.b_g2.as_ref() };
         // only a witness of the same shape: the next proof of the same circuit, as a rule
         let next_ab = next.filter(|n| n.a.len() == w.a.len()).map(|n| (n.a.as_slice(), n.b.as_slice()));
-        let input = StageInput { a: &w.a, b: &w.b, aux: &w.aux, a_scalars: &a_scalars, b_scalars: &b_scalars, next: next_ab };
+        let input = StageInput { a: &w.a, b: &w.b, aux: &w.aux, a_select, b_select, next: next_ab };
         let ab_bytes = (w.a.len() + w.b.len()) as u64 * 32;
         let (gpu, b2_cpu) = std::thread::scope(|scope| {
             let cpu = b_host.as_ref().map(|b| scope.spawn(|| cpu_msm_g2(&srs.b_g2, b)));

@@ -7,8 +7,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use cudarc::driver::sys::{CUdevice, CUmemPool_attribute, CUmemoryPool, CUresult};
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DeviceRepr, LaunchConfig,
+    CudaContext, DriverError, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DeviceRepr, LaunchConfig,
     PinnedHostSlice, PushKernelArg, ValidAsZeroBits,
 };
 use rayon::prelude::*;
@@ -95,6 +96,7 @@ pub struct Kernels {
     pub h_pointwise: CudaFunction,
     pub fr_mul_pointwise: CudaFunction,
     pub fr_from_mont: CudaFunction,
+    pub fr_select: CudaFunction,
     pub msm_classify: CudaFunction,
     pub msm_hist: CudaFunction,
     pub msm_scan: CudaFunction,
@@ -126,6 +128,7 @@ pub struct GpuDevice {
     ordinal: usize,
     name: String,
     ctx: Arc<CudaContext>,
+    pool: Pool,
     stream: Arc<CudaStream>,
     /// Uploads that overlap the compute stream's work ([`GpuDevice::upload_async`]).
     copy: Arc<CudaStream>,
@@ -158,6 +161,13 @@ impl GpuDevice {
         // so cudarc's per-buffer event tracking would only add events to every launch.
         // SAFETY: buffers are used on `stream`, except while an `Upload` owns them (see there).
         unsafe { ctx.disable_event_tracking() };
+        // Freed buffers stay in the device's memory pool for the next allocation: with the
+        // default release threshold (0) the pool unmapped them at every synchronization, and
+        // each proof's multi-GB buffers were mapped again, ~5 ms of host time a 4 GiB buffer
+        // while the GPU waited. mem_info counts the pool's idle memory as free, and an
+        // allocation that fails for memory trims the pool and tries once more.
+        let pool = Pool::of(ctx.cu_device()).map_err(err("cuDeviceGetMemPool"))?;
+        pool.set_release_threshold(u64::MAX).map_err(err("cuMemPoolSetAttribute"))?;
         let stream = ctx.new_stream().map_err(err("cuStreamCreate"))?;
         let copy = ctx.new_stream().map_err(err("cuStreamCreate"))?;
         let prefetch = ctx.new_stream().map_err(err("cuStreamCreate"))?;
@@ -188,6 +198,7 @@ impl GpuDevice {
             h_pointwise: f("h_pointwise")?,
             fr_mul_pointwise: f("fr_mul_pointwise")?,
             fr_from_mont: f("fr_from_mont")?,
+            fr_select: f("fr_select")?,
             msm_classify: f("msm_classify")?,
             msm_hist: f("msm_hist")?,
             msm_scan: f("msm_scan")?,
@@ -197,7 +208,7 @@ impl GpuDevice {
             g1: curve("g1")?,
             g2: curve("g2")?,
         };
-        Ok(GpuDevice { ordinal, name, ctx, stream, copy, prefetch, _module: module, k, l2_bytes, staging: Mutex::new(None), domain: Mutex::new(None) })
+        Ok(GpuDevice { ordinal, name, ctx, pool, stream, copy, prefetch, _module: module, k, l2_bytes, staging: Mutex::new(None), domain: Mutex::new(None) })
     }
 
     pub fn ordinal(&self) -> usize {
@@ -213,9 +224,28 @@ impl GpuDevice {
         GpuError::Driver { device: self.ordinal, call, reason: e.to_string() }
     }
 
-    /// (free, total) device memory in bytes.
+    /// (free, total) device memory in bytes; free includes what the memory pool holds for no
+    /// buffer (it serves the next allocations).
     pub fn mem_info(&self) -> Result<(u64, u64), GpuError> {
-        self.ctx.mem_get_info().map(|(f, t)| (f as u64, t as u64)).map_err(|e| self.err("cuMemGetInfo", e))
+        let (free, total) = self.ctx.mem_get_info().map_err(|e| self.err("cuMemGetInfo", e))?;
+        let idle = self.pool.idle().map_err(|e| self.err("cuMemPoolGetAttribute", e))?;
+        Ok((free as u64 + idle, total as u64))
+    }
+
+    /// `alloc()`, and once more after the memory pool gave its idle memory back to the device,
+    /// when the first try failed for memory (the idle blocks did not fit the request).
+    fn alloc_retry<T>(&self, what: &'static str, alloc: impl Fn() -> Result<T, DriverError>) -> Result<T, GpuError> {
+        match alloc() {
+            Err(DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => {
+                // blocks are idle once the frees queued on every stream have run
+                for s in [&self.stream, &self.copy, &self.prefetch] {
+                    s.synchronize().map_err(|e| self.err("cuStreamSynchronize", e))?;
+                }
+                self.pool.trim().map_err(|e| self.err("cuMemPoolTrimTo", e))?;
+                alloc().map_err(|e| self.err(what, e))
+            }
+            r => r.map_err(|e| self.err(what, e)),
+        }
     }
 
     /// Fails with a typed error (instead of a driver OOM halfway) when `bytes` will not fit.
@@ -232,19 +262,19 @@ impl GpuDevice {
     }
 
     pub(crate) fn zeros<T: DeviceRepr + ValidAsZeroBits>(&self, n: usize) -> Result<CudaSlice<T>, GpuError> {
-        self.stream.alloc_zeros::<T>(n.max(1)).map_err(|e| self.err("cuMemAllocAsync", e))
+        self.alloc_retry("cuMemAllocAsync", || self.stream.alloc_zeros::<T>(n.max(1)))
     }
 
     /// A buffer of `n` elements, each written by the caller before anything reads it (elements
     /// never read may stay unwritten).
     pub(crate) fn alloc<T: DeviceRepr>(&self, n: usize) -> Result<CudaSlice<T>, GpuError> {
         // SAFETY: uninitialized device memory; callers write each element before it is read.
-        unsafe { self.stream.alloc::<T>(n.max(1)) }.map_err(|e| self.err("cuMemAllocAsync", e))
+        self.alloc_retry("cuMemAllocAsync", || unsafe { self.stream.alloc::<T>(n.max(1)) })
     }
 
     /// A new buffer holding a copy of `src`, made on the compute stream.
     pub(crate) fn copy_of<T: DeviceRepr>(&self, src: &CudaSlice<T>) -> Result<CudaSlice<T>, GpuError> {
-        self.stream.clone_dtod(src).map_err(|e| self.err("cuMemcpyDtoDAsync", e))
+        self.alloc_retry("cuMemcpyDtoDAsync", || self.stream.clone_dtod(src))
     }
 
     pub(crate) fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>, GpuError> {
@@ -252,7 +282,7 @@ impl GpuDevice {
             // SAFETY: an unwritten one-element buffer that nothing reads.
             return unsafe { self.stream.alloc::<T>(1) }.map_err(|e| self.err("cuMemAllocAsync", e));
         }
-        self.stream.clone_htod(host).map_err(|e| self.err("cuMemcpyHtoDAsync", e))
+        self.alloc_retry("cuMemcpyHtoDAsync", || self.stream.clone_htod(host))
     }
 
     /// Copies scalars into `dst` through two pinned staging buffers: the CPU copies a chunk into
@@ -302,8 +332,14 @@ impl GpuDevice {
     /// to the copy stream. Allocate them before queueing the kernels their uploads should
     /// overlap: the copy stream waits for everything the compute stream holds at this point.
     pub(crate) fn alloc_for_upload(&self, lens: &[usize]) -> Result<Vec<CudaSlice<DevFr>>, GpuError> {
+        self.alloc_for(&self.copy, lens)
+    }
+
+    /// Buffers of `lens` elements on the compute stream, and `uploader` made to wait for what
+    /// the compute stream holds now (so it never writes memory that earlier work still uses).
+    fn alloc_for(&self, uploader: &CudaStream, lens: &[usize]) -> Result<Vec<CudaSlice<DevFr>>, GpuError> {
         let bufs = lens.iter().map(|&n| self.alloc::<DevFr>(n)).collect::<Result<Vec<_>, _>>()?;
-        self.copy.join(&self.stream).map_err(|e| self.err("cuStreamWaitEvent", e))?;
+        uploader.join(&self.stream).map_err(|e| self.err("cuStreamWaitEvent", e))?;
         Ok(bufs)
     }
 
@@ -317,9 +353,7 @@ impl GpuDevice {
         if free < bytes + spare {
             return Ok(None);
         }
-        let bufs = lens.iter().map(|&n| self.alloc::<DevFr>(n)).collect::<Result<Vec<_>, _>>()?;
-        self.prefetch.join(&self.stream).map_err(|e| self.err("cuStreamWaitEvent", e))?;
-        Ok(Some(bufs))
+        self.alloc_for(&self.prefetch, lens).map(Some)
     }
 
     /// [`GpuDevice::upload_async`] on the prefetch stream, into a buffer from
@@ -356,8 +390,23 @@ impl GpuDevice {
         Ok(Upload { buf: Some(buf), done })
     }
 
+    /// Starts copying `host` (a few megabytes at most: density words, the inputs) into the start
+    /// of `buf` (from [`GpuDevice::alloc`] before [`GpuDevice::alloc_for_upload`], which makes
+    /// the copy stream wait for what the compute stream held then) on the copy stream, straight
+    /// from pageable memory; the rest of `buf` is left as it is.
+    pub(crate) fn upload_small<T: DeviceRepr>(&self, host: &[T], mut buf: CudaSlice<T>) -> Result<Upload<T>, GpuError> {
+        if host.len() > buf.len() {
+            return Err(self.err("upload", format!("{} values into a buffer of {}", host.len(), buf.len())));
+        }
+        if !host.is_empty() {
+            self.copy.memcpy_htod(host, &mut buf.slice_mut(..host.len())).map_err(|e| self.err("cuMemcpyHtoDAsync", e))?;
+        }
+        let done = self.copy.record_event(None).map_err(|e| self.err("cuEventRecord", e))?;
+        Ok(Upload { buf: Some(buf), done })
+    }
+
     /// The uploaded buffer, for kernels queued on the compute stream from now on.
-    pub(crate) fn ready(&self, mut up: Upload) -> Result<CudaSlice<DevFr>, GpuError> {
+    pub(crate) fn ready<T: DeviceRepr>(&self, mut up: Upload<T>) -> Result<CudaSlice<T>, GpuError> {
         self.stream.wait(&up.done).map_err(|e| self.err("cuStreamWaitEvent", e))?;
         up.buf.take().ok_or_else(|| self.err("upload", "buffer already taken"))
     }
@@ -418,20 +467,65 @@ impl Drop for GpuDevice {
     }
 }
 
+/// The device's default memory pool, which `cuMemAllocAsync` allocates from.
+struct Pool(CUdevice);
+
+impl Pool {
+    fn of(dev: CUdevice) -> Result<Pool, DriverError> {
+        let pool = Pool(dev);
+        pool.handle()?;
+        Ok(pool)
+    }
+
+    fn handle(&self) -> Result<CUmemoryPool, DriverError> {
+        let mut pool: CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: writes one handle; the device ordinal came from the driver.
+        unsafe { cudarc::driver::sys::cuDeviceGetMemPool(&mut pool, self.0) }.result()?;
+        Ok(pool)
+    }
+
+    fn attribute(&self, attr: CUmemPool_attribute) -> Result<u64, DriverError> {
+        let mut v: u64 = 0;
+        // SAFETY: these attributes are cuuint64_t values.
+        unsafe { cudarc::driver::sys::cuMemPoolGetAttribute(self.handle()?, attr, &mut v as *mut u64 as *mut _) }.result()?;
+        Ok(v)
+    }
+
+    fn set_release_threshold(&self, bytes: u64) -> Result<(), DriverError> {
+        let mut v = bytes;
+        let attr = CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+        // SAFETY: the release threshold is a cuuint64_t.
+        unsafe { cudarc::driver::sys::cuMemPoolSetAttribute(self.handle()?, attr, &mut v as *mut u64 as *mut _) }.result()
+    }
+
+    /// Bytes the pool holds that no buffer uses.
+    fn idle(&self) -> Result<u64, DriverError> {
+        let reserved = self.attribute(CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?;
+        let used = self.attribute(CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
+        Ok(reserved.saturating_sub(used))
+    }
+
+    /// Gives the idle memory back to the device.
+    fn trim(&self) -> Result<(), DriverError> {
+        // SAFETY: only releases memory no allocation holds.
+        unsafe { cudarc::driver::sys::cuMemPoolTrimTo(self.handle()?, 0) }.result()
+    }
+}
+
 /// A device buffer the copy stream is filling ([`GpuDevice::upload_async`]).
-pub(crate) struct Upload {
-    buf: Option<CudaSlice<DevFr>>,
+pub(crate) struct Upload<T: DeviceRepr = DevFr> {
+    buf: Option<CudaSlice<T>>,
     done: CudaEvent,
 }
 
-impl Upload {
+impl<T: DeviceRepr> Upload<T> {
     /// The device buffer's length in elements.
     pub(crate) fn len(&self) -> usize {
         self.buf.as_ref().map_or(0, CudaSlice::len)
     }
 }
 
-impl Drop for Upload {
+impl<T: DeviceRepr> Drop for Upload<T> {
     fn drop(&mut self) {
         // Not handed over (an error path): the buffer is freed on the compute stream, which must
         // not free it before the copy has finished writing it.

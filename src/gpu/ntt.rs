@@ -212,15 +212,18 @@ pub struct Domain {
 impl Domain {
     /// The domain of the smallest power of two ≥ `len`, as `EvaluationDomain::from_coeffs` picks it.
     pub fn for_len(dev: &GpuDevice, len: usize) -> Result<Domain, GpuError> {
-        let log_n = len.max(1).next_power_of_two().trailing_zeros();
-        Self::new(dev, log_n)
+        Self::new(dev, Self::log_for(len))
+    }
+
+    fn log_for(len: usize) -> u32 {
+        len.max(1).next_power_of_two().trailing_zeros()
     }
 
     /// [`Domain::for_len`], kept on the device for the proofs that follow: making the tables of
     /// a 2^27 domain takes about 4 GB and 25 ms of device time a proof. One domain at a time;
     /// another size replaces it.
     pub(crate) fn cached(dev: &GpuDevice, len: usize) -> Result<Arc<Domain>, GpuError> {
-        let log_n = len.max(1).next_power_of_two().trailing_zeros();
+        let log_n = Self::log_for(len);
         let mut slot = dev.domain.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(d) = slot.as_ref().filter(|d| d.log_n == log_n) {
             return Ok(d.clone());
@@ -384,11 +387,11 @@ impl Domain {
     /// its own c: the L MSM takes C's terms from the witness, not from here.
     pub(crate) fn h(&self, dev: &GpuDevice, a: Values<'_>, b: Values<'_>, c: Option<&[Fr]>) -> Result<CudaSlice<DevFr>, GpuError> {
         let m = self.size();
-        if let Some(n) = [a.len(), b.len(), c.map_or(0, <[Fr]>::len)].into_iter().find(|&n| n > m) {
+        if let Some(n) = c.map(<[Fr]>::len).filter(|&n| n > m) {
             return Err(dev.err("h", format!("{n} values exceed domain {m}")));
         }
-        if let Some(n) = [a.device_len(), b.device_len()].into_iter().flatten().find(|&n| n < m) {
-            return Err(dev.err("h", format!("prefetched buffer of {n} for domain {m}")));
+        if let Some(why) = [&a, &b].into_iter().find_map(|v| v.misfit(m)) {
+            return Err(dev.err("h", why));
         }
         // buffers for what comes from the host, and c's
         let uploads = usize::from(a.is_host()) + usize::from(b.is_host()) + 1;
@@ -485,18 +488,12 @@ impl Values<'_> {
         matches!(self, Values::Host(_))
     }
 
-    /// Values on the host; a device buffer is checked against the domain instead.
-    fn len(&self) -> usize {
+    /// Why these values do not fit a domain of `m`, if they do not.
+    fn misfit(&self, m: usize) -> Option<String> {
         match self {
-            Values::Host(v) => v.len(),
-            Values::Device(_) => 0,
-        }
-    }
-
-    fn device_len(&self) -> Option<usize> {
-        match self {
-            Values::Host(_) => None,
-            Values::Device(up) => Some(up.len()),
+            Values::Host(v) if v.len() > m => Some(format!("{} values exceed domain {m}", v.len())),
+            Values::Device(up) if up.len() < m => Some(format!("prefetched buffer of {} for domain {m}", up.len())),
+            _ => None,
         }
     }
 

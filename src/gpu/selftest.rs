@@ -18,7 +18,8 @@ use cudarc::driver::CudaSlice;
 use super::msm::{msm, msm_at_width, msm_device, window_bits, DeviceBases, G1, G2};
 use super::types::{AsDevice, DevFr, DevG1Xyzz};
 use super::ntt::{h_poly, ntt, Domain, NttKind, Values};
-use super::stage::{self, StageBases, StageInput, STEPS};
+use super::stage::{self, Selection, StageBases, StageInput, STEPS};
+use crate::groth16::Density;
 use std::borrow::Cow;
 
 /// Timed repetitions after one warm-up run.
@@ -236,6 +237,24 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
         check(format!("h {n} constraints, random c"), got == cpu_h(&a, &b, &c_rand), String::new());
     }
 
+    // A's and B's scalars, picked on the device from the aux by density bits, against the host's
+    // filter; a query keeps some inputs first, or none
+    for n in [1usize, 63, 64, 65, 1000, (1 << 20) + 3] {
+        for (label, p) in [("half set", 0.5), ("none set", 0.0), ("all set", 1.0)] {
+            let aux = random_scalars(&mut rng, n, Distribution::Random);
+            let mut density = Density::with_len(n);
+            (0..n).filter(|_| rng.gen_bool(p)).for_each(|i| density.set(i));
+            let inputs = random_scalars(&mut rng, n % 4, Distribution::Random);
+            let picked = aux.iter().enumerate().filter(|(i, _)| density.get(*i)).map(|(_, x)| x);
+            let want: Vec<Fr> = inputs.iter().chain(picked).copied().collect();
+            let sel = Selection { inputs: Cow::Borrowed(&inputs), aux: &density };
+            let got = stage::select(dev, &dev.upload(Fr::as_device(&aux))?, &sel)?;
+            let got: Vec<Fr> = dev.download(&got, want.len())?.into_iter().map(DevFr::to_scalar).collect();
+            let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
+            check(format!("scalars picked by density, n={n}, {label}"), bad == 0, format!("{bad} of {} differ", want.len()));
+        }
+    }
+
     let g1_points: Vec<G1Projective> = random_points(&mut rng, 5000);
     let g2_points: Vec<G2Projective> = random_points(&mut rng, 600);
     let g1_same = vec![g1_points[0]; 100];
@@ -415,11 +434,12 @@ pub fn bench_prove_shape(dev: &GpuDevice, shape: Shape, mix: Distribution) -> Re
     let g1 = DeviceBases::<G1>::tiled(dev, &g1_points, shape.aux)?;
     let g2 = DeviceBases::<G2>::tiled(dev, &g2_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES)), shape.aux)?;
     let bases = StageBases { h: &h_bases, l: &g1, a: &g1, b_g1: &g1, b_g2: Some(&g2) };
-    let dense = || Cow::Borrowed(aux.as_slice());
+    let dense = Density::all(shape.aux);
     let mut rows = Vec::new();
     for pipelined in [false, true] {
         let next = pipelined.then_some((a.as_slice(), b.as_slice()));
-        let input = StageInput { a: &a, b: &b, aux: &aux, a_scalars: &dense, b_scalars: &dense, next };
+        let select = || Selection { inputs: Cow::Borrowed(&[]), aux: &dense };
+        let input = StageInput { a: &a, b: &b, aux: &aux, a_select: select(), b_select: select(), next };
         let mut t: Vec<Vec<f32>> = vec![Vec::new(); STEPS.len() + 1];
         let mut prefetched = None;
         // run 0 warms up (and, pipelined, prefetches for run 1)

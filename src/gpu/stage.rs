@@ -3,10 +3,11 @@
 //!
 //! Uploads overlap the kernels: a and b go up one after another on the copy stream, each one's
 //! transforms queued as soon as it is there (c is a∘b, made on the device: [`Domain::h`]); the
-//! scalars of L, A and B go up from a second host thread (which also collects A's and B's, a
-//! while on a 2^27 witness) during h and the H MSM. When the next proof is already waiting, that
-//! thread then uploads its a and b on a third stream, so that the next stage starts with its
-//! transforms instead of its uploads.
+//! aux assignment (L's scalars) goes up from a second host thread during h and the H MSM, and
+//! A's and B's scalars are picked from it on the device by their density bits
+//! ([`select_scalars`]), so the host neither collects them nor uploads them again. When the next
+//! proof is already waiting, that thread then uploads its a and b on a third stream, so that the
+//! next stage starts with its transforms instead of its uploads.
 //!
 //! [`GpuBackend`]: super::GpuBackend
 
@@ -15,10 +16,11 @@ use std::borrow::Cow;
 use blstrs::{G1Projective, G2Projective, Scalar as Fr};
 use cudarc::driver::{CudaEvent, CudaSlice};
 
-use super::device::{GpuDevice, GpuError, Upload};
+use super::device::{blocks, GpuDevice, GpuError, Upload};
 use super::msm::{msm_device, DeviceBases, G1, G2};
 use super::ntt::{Domain, Values};
 use super::types::{AsDevice, DevFr};
+use crate::groth16::Density;
 
 /// The resident bases of one proof's MSMs. `b_g2` is `None` when B_G2 runs elsewhere.
 pub(crate) struct StageBases<'a> {
@@ -29,8 +31,20 @@ pub(crate) struct StageBases<'a> {
     pub b_g2: Option<&'a DeviceBases<G2>>,
 }
 
-/// Scalars made on demand, on the upload thread.
-pub(crate) type Scalars<'a> = &'a (dyn Fn() -> Cow<'a, [Fr]> + Sync);
+/// Which values of the assignment one query's MSM takes, in order: the inputs it keeps (a
+/// handful, picked on the host), then the aux values whose bit is set in `aux` (the parameters
+/// hold bases for those only).
+pub(crate) struct Selection<'a> {
+    pub inputs: Cow<'a, [Fr]>,
+    pub aux: &'a Density,
+}
+
+impl Selection<'_> {
+    /// How many scalars (and bases) the query has.
+    pub(crate) fn len(&self) -> usize {
+        self.inputs.len() + self.aux.count_ones()
+    }
+}
 
 /// One proof's inputs. The witness's c is not among them: h takes c = a∘b, which a satisfied
 /// R1CS's c equals, and the proof is verified before it leaves the daemon.
@@ -40,9 +54,9 @@ pub(crate) struct StageInput<'a> {
     /// The L MSM's scalars.
     pub aux: &'a [Fr],
     /// A's scalars (one per base of `StageBases::a`).
-    pub a_scalars: Scalars<'a>,
+    pub a_select: Selection<'a>,
     /// B_G1's and B_G2's scalars (one per base of `StageBases::b_g1`).
-    pub b_scalars: Scalars<'a>,
+    pub b_select: Selection<'a>,
     /// The next proof's a and b, when it is already waiting: they go up after this proof's own
     /// uploads, during its h and H MSM, so that the next h need not wait for them
     /// ([`StageOutput::next`]).
@@ -70,8 +84,28 @@ pub(crate) struct StageOutput {
     pub steps: Vec<f32>,
 }
 
+/// With `SNARKD_GPU_TRACE=stage`, the host's side of each stage printed to stderr: when each
+/// upload left the host and each step was queued or returned, in milliseconds from the stage's
+/// start. Nothing is synchronized for it, so the stage runs as it would untraced.
+#[derive(Clone, Copy)]
+struct Timeline(Option<std::time::Instant>);
+
+impl Timeline {
+    fn start() -> Timeline {
+        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let on = *ON.get_or_init(|| std::env::var("SNARKD_GPU_TRACE").as_deref() == Ok("stage"));
+        Timeline(on.then(std::time::Instant::now))
+    }
+
+    fn note(&self, what: &str) {
+        if let Some(t0) = self.0 {
+            eprintln!("stage trace: {:9.3} ms {what}", t0.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+}
+
 /// The steps [`StageOutput::steps`] times.
-pub(crate) const STEPS: [&str; 6] = ["h (a, b uploads + 7 ntt + pointwise)", "H msm", "L msm", "A msm", "B_G1 msm", "B_G2 msm"];
+pub(crate) const STEPS: [&str; 6] = ["h (a, b uploads + 7 ntt + pointwise)", "H msm", "L msm (+ A's, B's scalars picked)", "A msm", "B_G1 msm", "B_G2 msm"];
 
 /// Runs the stage, with a and b from `prefetched` when the stage before uploaded them.
 /// `uploaded` is called once a and b have left the host.
@@ -83,10 +117,22 @@ pub(crate) fn run(
     uploaded: &mut dyn FnMut(),
 ) -> Result<StageOutput, GpuError> {
     let (n_aux, n_a, n_b) = (inp.aux.len(), bases.a.len(), bases.b_g1.len());
+    let tl = Timeline::start();
     let dom = Domain::cached(dev, inp.a.len())?;
     let m = dom.size();
+    for (what, sel, n) in [("a", &inp.a_select, n_a), ("b", &inp.b_select, n_b)] {
+        if sel.aux.len() != n_aux || sel.len() != n {
+            let why = format!("{what} density over {} of {n_aux} aux selects {} of {n} scalars", sel.aux.len(), sel.len());
+            return Err(dev.err("select", why));
+        }
+    }
     let mut marks: Vec<CudaEvent> = vec![dev.mark()?];
     // allocated before any kernel is queued, so the uploads into them need not wait for kernels
+    let density_bufs = |sel: &Selection<'_>| -> Result<_, GpuError> {
+        let words = sel.aux.words().len();
+        Ok((dev.alloc::<u64>(words)?, dev.alloc::<u32>(words)?))
+    };
+    let (a_meta, b_meta) = (density_bufs(&inp.a_select)?, density_bufs(&inp.b_select)?);
     let mut bufs = dev.alloc_for_upload(&[n_aux, n_a, n_b])?.into_iter();
     let mut next = || bufs.next().ok_or_else(|| dev.err("upload", "missing buffer"));
     let (aux_buf, a_buf, b_buf) = (next()?, next()?, next()?);
@@ -104,27 +150,31 @@ pub(crate) fn run(
             Some(p) => (Values::Device(p.a), Values::Device(p.b)),
             None => (Values::Host(inp.a), Values::Host(inp.b)),
         };
+        tl.note("buffers allocated");
         let mut h = dom.h(dev, a, b, None)?;
+        tl.note("h queued");
         uploaded();
+        // the two queries' inputs and density bits, small, on the copy stream before the aux
+        let a_query = QueryUpload::start(dev, &inp.a_select, a_buf, a_meta)?;
+        let b_query = QueryUpload::start(dev, &inp.b_select, b_buf, b_meta)?;
+        tl.note("density bits uploaded");
         marks.push(dev.mark()?);
-        // each upload is handed over as soon as its host side is done, so L starts while A's and
-        // B's scalars are still being collected and staged
+        // the aux is handed over as soon as its host side is done: L need not wait for the
+        // next proof's a and b, which follow it
         let (tx, rx) = std::sync::mpsc::channel::<Upload>();
         let mut up = Some(scope.spawn(move || -> Result<Option<Prefetched>, GpuError> {
             // a send fails only when the stage has already given up on an error of its own
             let _ = tx.send(dev.upload_async(Fr::as_device(inp.aux), aux_buf)?);
-            let a = (inp.a_scalars)();
-            let _ = tx.send(dev.upload_async(Fr::as_device(&a), a_buf)?);
-            let b = (inp.b_scalars)();
-            let _ = tx.send(dev.upload_async(Fr::as_device(&b), b_buf)?);
-            drop((a, b));
+            tl.note("upload: aux staged");
             let (Some((next_a, next_b)), Some(bufs)) = (inp.next, next_bufs) else { return Ok(None) };
             let [a_buf, b_buf]: [CudaSlice<DevFr>; 2] = bufs.try_into().map_err(|_| dev.err("prefetch", "two buffers"))?;
             let a = dev.prefetch_async(Fr::as_device(next_a), a_buf)?;
+            tl.note("upload: next a staged");
             let b = dev.prefetch_async(Fr::as_device(next_b), b_buf)?;
+            tl.note("upload: next b staged");
             Ok(Some(Prefetched { a, b }))
         }));
-        let mut next_upload = || -> Result<Upload, GpuError> {
+        let mut aux_upload = || -> Result<Upload, GpuError> {
             rx.recv().map_err(|_| match up.take().map(|t| t.join()) {
                 Some(Ok(Err(e))) => e,
                 Some(Err(_)) => dev.err("upload", "the upload thread panicked"),
@@ -132,20 +182,25 @@ pub(crate) fn run(
             })
         };
         let g_h = msm_device(dev, bases.h, &mut h, m - 1)?;
+        tl.note("H msm returned");
         drop(h);
         marks.push(dev.mark()?);
-        let mut l = dev.ready(next_upload()?)?;
+        let mut l = dev.ready(aux_upload()?)?;
+        // picked before L's MSM converts the aux values in place
+        let mut a = a_query.select(dev, &l)?;
+        let mut b1 = b_query.select(dev, &l)?;
         let g_l = msm_device(dev, bases.l, &mut l, n_aux)?;
+        tl.note("L msm returned");
         drop(l);
         marks.push(dev.mark()?);
-        let mut a = dev.ready(next_upload()?)?;
         let g_a = msm_device(dev, bases.a, &mut a, n_a)?;
+        tl.note("A msm returned");
         drop(a);
         marks.push(dev.mark()?);
         // each MSM converts its scalars in place: B_G2 gets a copy
-        let mut b1 = dev.ready(next_upload()?)?;
         let b2 = bases.b_g2.map(|_| dev.copy_of(&b1)).transpose()?;
         let g_b1 = msm_device(dev, bases.b_g1, &mut b1, n_b)?;
+        tl.note("B_G1 msm returned");
         drop(b1);
         marks.push(dev.mark()?);
         let g_b2 = match (bases.b_g2, b2) {
@@ -154,15 +209,80 @@ pub(crate) fn run(
         };
         marks.push(dev.mark()?);
         dev.sync()?;
+        tl.note("B_G2 msm done, compute stream idle");
         let next = match up.take().map(|t| t.join()) {
             Some(Ok(r)) => r?,
             Some(Err(_)) => return Err(dev.err("upload", "the upload thread panicked")),
             None => None,
         };
+        tl.note("upload thread joined");
         let steps = marks
             .windows(2)
             .map(|w| w[0].elapsed_ms(&w[1]).map_err(|e| dev.err("cuEventElapsedTime", e)))
             .collect::<Result<Vec<f32>, _>>()?;
         Ok(StageOutput { h: g_h, l: g_l, a: g_a, b_g1: g_b1, b_g2: g_b2, next, steps })
     })
+}
+
+/// One query's inputs and density bits on their way to the device, and the buffer its scalars
+/// will be picked into.
+struct QueryUpload {
+    dst: Upload,
+    words: Upload<u64>,
+    offsets: Upload<u32>,
+}
+
+impl QueryUpload {
+    /// Starts the uploads: the kept inputs into the front of `dst`, the density words, and where
+    /// each word's first selected value goes (the inputs' count plus the set bits of the words
+    /// before it).
+    fn start(dev: &GpuDevice, sel: &Selection<'_>, dst: CudaSlice<DevFr>, (words, offsets): (CudaSlice<u64>, CudaSlice<u32>)) -> Result<QueryUpload, GpuError> {
+        let mut at = sel.inputs.len() as u32;
+        let starts: Vec<u32> = sel
+            .aux
+            .words()
+            .iter()
+            .map(|w| {
+                let here = at;
+                at += w.count_ones();
+                here
+            })
+            .collect();
+        Ok(QueryUpload {
+            dst: dev.upload_small(Fr::as_device(&sel.inputs), dst)?,
+            words: dev.upload_small(sel.aux.words(), words)?,
+            offsets: dev.upload_small(&starts, offsets)?,
+        })
+    }
+
+    /// The query's scalars, picked on the compute stream from `aux` (still in Montgomery form).
+    fn select(self, dev: &GpuDevice, aux: &CudaSlice<DevFr>) -> Result<CudaSlice<DevFr>, GpuError> {
+        let (mut dst, words, offsets) = (dev.ready(self.dst)?, dev.ready(self.words)?, dev.ready(self.offsets)?);
+        select_scalars(dev, aux, &words, &offsets, &mut dst)?;
+        Ok(dst)
+    }
+}
+
+/// `sel`'s scalars picked from `aux` (on the device, in Montgomery form) by the stage's path,
+/// for the self-test.
+pub(crate) fn select(dev: &GpuDevice, aux: &CudaSlice<DevFr>, sel: &Selection<'_>) -> Result<CudaSlice<DevFr>, GpuError> {
+    let words = sel.aux.words().len();
+    let meta = (dev.alloc::<u64>(words)?, dev.alloc::<u32>(words)?);
+    let dst = dev.alloc_for_upload(&[sel.len()])?.pop().ok_or_else(|| dev.err("upload", "missing buffer"))?;
+    QueryUpload::start(dev, sel, dst, meta)?.select(dev, aux)
+}
+
+/// `dst[offsets[i / 64] + (set bits of words[i / 64] below bit i % 64)] = src[i]` for each i whose
+/// bit is set: the values of `src` a density selects, packed in order after whatever the offsets
+/// leave room for. The words cover `src` (bits past its end unset).
+fn select_scalars(
+    dev: &GpuDevice,
+    src: &CudaSlice<DevFr>,
+    words: &CudaSlice<u64>,
+    offsets: &CudaSlice<u32>,
+    dst: &mut CudaSlice<DevFr>,
+) -> Result<(), GpuError> {
+    const BLOCK: u32 = 256;
+    let n = (src.len() as u64).min(words.len() as u64 * 64);
+    dev.launch(&dev.k.fr_select, "fr_select").arg(src).arg(&n).arg(words).arg(offsets).arg(dst).run((blocks(n, BLOCK), 1), BLOCK)
 }

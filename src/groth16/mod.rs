@@ -26,6 +26,14 @@ impl Density {
     pub fn with_len(len: usize) -> Self {
         Density { words: vec![0; len.div_ceil(64)], len }
     }
+    /// `len` variables, all set.
+    pub fn all(len: usize) -> Self {
+        let mut words = vec![u64::MAX; len.div_ceil(64)];
+        if let (Some(last), tail @ 1..) = (words.last_mut(), len % 64) {
+            *last = (1 << tail) - 1;
+        }
+        Density { words, len }
+    }
     pub fn len(&self) -> usize {
         self.len
     }
@@ -172,3 +180,19 @@ pub mod verify;
 pub use assignment::synthesize;
 pub use cpu::CpuBackend;
 pub use verify::verify;
+
+#[cfg(test)]
+mod tests {
+    use super::Density;
+
+    #[test]
+    fn all_is_len_pushes_of_set_bits() {
+        for len in [0, 1, 63, 64, 65, 130] {
+            let mut pushed = Density::default();
+            (0..len).for_each(|_| pushed.push(true));
+            let all = Density::all(len);
+            assert_eq!(all, pushed, "len {len}");
+            assert_eq!(all.count_ones(), len);
+        }
+    }
+}
