@@ -141,7 +141,7 @@ impl GpuBackend {
         // A's and B's from the aux it uploads for L.
         let b_host = res.b_g2.is_none().then(|| dense_scalars(&w.input, Some(&w.b_input_density), &w.aux, &w.b_aux_density));
         let a_select = Selection { inputs: Cow::Borrowed(&w.input), aux: &w.a_aux_density };
-        let b_inputs = w.input.iter().enumerate().filter(|(i, _)| w.b_input_density.get(*i)).map(|(_, x)| *x).collect();
+        let b_inputs = kept_inputs(&w.input, Some(&w.b_input_density)).copied().collect();
         let b_select = Selection { inputs: Cow::Owned(b_inputs), aux: &w.b_aux_density };
         let bases = StageBases { h: &res.h, l: &res.l, a: &res.a, b_g1: &res.b_g1, b_g2: res.b_g2.as_ref() };
         // only a witness of the same shape: the next proof of the same circuit, as a rule
@@ -226,9 +226,13 @@ fn check_shape(w: &Witness, srs: &Srs) -> Result<(), BackendError> {
 /// Scalars paired with a query's bases: inputs (all, or where `input_density` is set), then aux
 /// where `aux_density` is set. The parameters omit the bases of unset variables.
 fn dense_scalars(input: &[Fr], input_density: Option<&Density>, aux: &[Fr], aux_density: &Density) -> Vec<Fr> {
-    let inputs = input.iter().enumerate().filter(|(i, _)| input_density.is_none_or(|d| d.get(*i)));
-    let auxes = aux.iter().enumerate().filter(|(i, _)| aux_density.get(*i));
-    inputs.chain(auxes).map(|(_, s)| *s).collect()
+    let auxes = aux.iter().enumerate().filter(|(i, _)| aux_density.get(*i)).map(|(_, s)| s);
+    kept_inputs(input, input_density).chain(auxes).copied().collect()
+}
+
+/// The inputs a query keeps: all, or those whose bit is set in `density`.
+fn kept_inputs<'a>(input: &'a [Fr], density: Option<&'a Density>) -> impl Iterator<Item = &'a Fr> + 'a {
+    input.iter().enumerate().filter(move |(i, _)| density.is_none_or(|d| d.get(*i))).map(|(_, x)| x)
 }
 
 fn cpu_msm_g2(bases: &[G2Affine], scalars: &[Fr]) -> G2Projective {

@@ -279,8 +279,7 @@ impl GpuDevice {
 
     pub(crate) fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>, GpuError> {
         if host.is_empty() {
-            // SAFETY: an unwritten one-element buffer that nothing reads.
-            return unsafe { self.stream.alloc::<T>(1) }.map_err(|e| self.err("cuMemAllocAsync", e));
+            return self.alloc::<T>(1); // unwritten, and nothing reads it
         }
         self.alloc_retry("cuMemcpyHtoDAsync", || self.stream.clone_htod(host))
     }
