@@ -211,7 +211,7 @@ pub enum CtlCommand {
         gpu: bool,
         /// GPUs to test: all or a list such as 0,1
         #[arg(long, default_value = "all")]
-        devices: String,
+        devices: crate::config::GpuDevices,
     },
     /// Benchmarks; each compares implementations in the same run
     Bench {

@@ -315,16 +315,34 @@ impl<'de> Deserialize<'de> for GpuDevices {
         }
         match Raw::deserialize(d)? {
             Raw::List(v) => Ok(GpuDevices::List(v)),
-            Raw::Text(t) => match t.as_str() {
-                "all" => Ok(GpuDevices::All),
-                "none" => Ok(GpuDevices::None),
-                other => other
-                    .split(',')
-                    .map(|p| p.trim().parse::<u32>())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map(GpuDevices::List)
-                    .map_err(|_| serde::de::Error::custom(format!("{t:?} is not \"all\", \"none\" or a device list"))),
-            },
+            Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// `all`, `none` or a comma-separated list of ordinals, as `gpu.devices` and `--devices` take it.
+impl std::str::FromStr for GpuDevices {
+    type Err = String;
+    fn from_str(t: &str) -> Result<Self, String> {
+        match t.trim() {
+            "all" => Ok(GpuDevices::All),
+            "none" => Ok(GpuDevices::None),
+            other => other
+                .split(',')
+                .map(|p| p.trim().parse::<u32>())
+                .collect::<Result<Vec<_>, _>>()
+                .map(GpuDevices::List)
+                .map_err(|_| format!("{t:?} is not \"all\", \"none\" or a device list such as 0,1")),
+        }
+    }
+}
+
+impl GpuDevices {
+    /// The ordinals to open: `None` for every device. Not called for `GpuDevices::None`.
+    pub fn ordinals(&self) -> Option<&[u32]> {
+        match self {
+            GpuDevices::List(v) => Some(v),
+            GpuDevices::All | GpuDevices::None => None,
         }
     }
 }
@@ -531,14 +549,25 @@ impl Config {
         applied.params.dir = self.params.dir.clone();
         applied.params.point_check = self.params.point_check;
         applied.proving.cpu_workers = self.proving.cpu_workers;
+        applied.memory.synthesis_parallelism = self.memory.synthesis_parallelism;
         applied.log.target = self.log.target;
         applied.metrics = self.metrics.clone();
         applied
     }
 }
 
-/// Keys (or sections) that only take effect after a restart.
-pub const RESTART_KEYS: &[&str] = &["socket", "gpu", "params.dir", "params.point_check", "proving.cpu_workers", "log.target", "metrics"];
+/// Keys (or sections) that only take effect after a restart. The synthesis pool's threads are
+/// started once, so its parallelism is one of them.
+pub const RESTART_KEYS: &[&str] = &[
+    "socket",
+    "gpu",
+    "params.dir",
+    "params.point_check",
+    "proving.cpu_workers",
+    "memory.synthesis_parallelism",
+    "log.target",
+    "metrics",
+];
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ConfigDiff {
@@ -637,5 +666,21 @@ mod tests {
         let applied = old.with_restart_keys_of(&new);
         assert_eq!(applied.socket.mode, FileMode(0o660));
         assert_eq!(applied.log.level, "debug");
+    }
+
+    /// Reload reports a key as applied only when a running daemon really changes it: the
+    /// synthesis pool is sized once, while the drain timeout is read when the drain starts.
+    #[test]
+    fn reload_reports_only_what_it_applies() {
+        let old = Config::default();
+        let mut new = old.clone();
+        new.memory.synthesis_parallelism = old.memory.synthesis_parallelism + 3;
+        new.daemon.drain_timeout = old.daemon.drain_timeout * 2;
+        let d = old.diff(&new);
+        assert_eq!(d.restart, vec!["memory.synthesis_parallelism".to_string()]);
+        assert_eq!(d.live, vec!["daemon.drain_timeout".to_string()]);
+        let applied = old.with_restart_keys_of(&new);
+        assert_eq!(applied.memory.synthesis_parallelism, old.memory.synthesis_parallelism);
+        assert_eq!(applied.daemon.drain_timeout, new.daemon.drain_timeout);
     }
 }

@@ -5,6 +5,7 @@
 //! `rpc` → `engine` → `groth16` synthesis → a proving backend (`groth16::cpu` or `gpu`) → assembly →
 //! verification → reply.
 
+pub mod backends;
 pub mod cli;
 pub mod client;
 pub mod config;
@@ -12,7 +13,6 @@ pub mod config_doc;
 pub mod daemon;
 pub mod engine;
 pub mod error;
-pub mod fuzz;
 pub mod gpu;
 pub mod groth16;
 pub mod man;

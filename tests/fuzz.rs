@@ -1,4 +1,4 @@
-//! The bounded fuzz run of every test run: each target of `snarkd::fuzz` gets its seeds from a
+//! The bounded fuzz run of every test run: each target of `snarkd::tools::fuzz` gets its seeds from a
 //! freshly sealed 2 KiB sector, then mutations of them (bit flips, truncations, hostile length
 //! fields, splices) for a fixed budget. A panic that escapes a target fails the test and leaves
 //! the input under `target/fuzz-crashes/` for `cargo fuzz run <target> <file>`.
@@ -69,16 +69,16 @@ fn mutate(rng: &mut StdRng, seed: &[u8], other: &[u8]) -> Vec<u8> {
 #[test]
 fn every_decoder_survives_seeds_and_mutations() {
     let out = tempfile::tempdir().unwrap();
-    let manifest = snarkd::proofs::testdata::generate(2048, out.path(), &params_dir()).expect("seal a 2 KiB sector");
-    let seeds = snarkd::fuzz::seeds(&manifest).unwrap();
+    let manifest = snarkd::tools::testdata::generate(2048, out.path(), &params_dir()).expect("seal a 2 KiB sector");
+    let seeds = snarkd::tools::fuzz::seeds(&manifest).unwrap();
     let seed: u64 = rand::random();
     eprintln!("mutation seed {seed} (set SNARKD_FUZZ_SEED to replay)");
     let seed = std::env::var("SNARKD_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(seed);
     let mut rng = StdRng::seed_from_u64(seed);
-    snarkd::fuzz::catch_only_escaping_panics();
+    snarkd::tools::fuzz::catch_only_escaping_panics();
     let crashes = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("../fuzz-crashes");
     let mut failures = vec![];
-    for target in &snarkd::fuzz::TARGETS {
+    for target in &snarkd::tools::fuzz::TARGETS {
         let mine: Vec<&[u8]> = seeds.iter().filter(|s| s.0 == target.name).map(|s| s.2.as_slice()).collect();
         assert!(!mine.is_empty(), "no seeds for {}", target.name);
         let started = Instant::now();

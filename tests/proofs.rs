@@ -14,9 +14,11 @@ use bellperson::groth16::{prepare_verifying_key, verify_proof, Parameters};
 use blstrs::Bls12;
 use serde_json::{json, Value};
 use snarkd::error::ErrorCode;
-use snarkd::proofs::testdata::Manifest;
-use snarkd::proofs::verify::{prove_with_api, use_parameter_dir, verify_with_api};
-use snarkd::proofs::{self, paramgen, prover_id, Bytes32, ProofKind, ProofRequest};
+use snarkd::tools::paramgen;
+use snarkd::tools::testdata::Manifest;
+use snarkd::tools::reference::{prove_with_api, use_parameter_dir, verify_with_api};
+use snarkd::proofs::{self, blank, prover_id, Bytes32, ProofKind, ProofRequest};
+use snarkd::tools;
 
 const SECTOR_SIZE: u64 = 2048;
 
@@ -39,7 +41,7 @@ fn manifest() -> &'static Manifest {
         let params = params_dir();
         let out = tempfile::tempdir().expect("tempdir").keep();
         let start = Instant::now();
-        let m = proofs::testdata::generate(SECTOR_SIZE, &out, &params).expect("testdata");
+        let m = tools::testdata::generate(SECTOR_SIZE, &out, &params).expect("testdata");
         eprintln!("testdata in {} after {:.1?}", out.display(), start.elapsed());
         m
     })
@@ -279,7 +281,7 @@ fn statements_use_production_circuit_ids() {
 fn circuit_sizes_match_table() {
     for size in [2u64 << 10, 8 << 20] {
         for kind in ProofKind::ALL {
-            let blank = paramgen::blank_circuit_size(kind, size).unwrap();
+            let blank = blank::blank_circuit_size(kind, size).unwrap();
             assert_eq!(blank, proofs::circuit_size(kind, size), "{kind} at {size}");
         }
     }

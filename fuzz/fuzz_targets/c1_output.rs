@@ -1,7 +1,7 @@
-//! cargo fuzz entry point for `snarkd::fuzz::c1_output` (see src/fuzz.rs for what it feeds).
+//! cargo fuzz entry point for `snarkd::tools::fuzz::c1_output` (see src/tools/fuzz.rs for what it feeds).
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    snarkd::fuzz::catch_only_escaping_panics();
-    snarkd::fuzz::c1_output(data);
+    snarkd::tools::fuzz::catch_only_escaping_panics();
+    snarkd::tools::fuzz::c1_output(data);
 });

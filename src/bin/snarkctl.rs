@@ -90,7 +90,7 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let started = std::time::Instant::now();
             let written = tokio::task::spawn_blocking(move || {
-                snarkd::proofs::paramgen::generate(size, &kinds, &dir, &|line| {
+                snarkd::tools::paramgen::generate(size, &kinds, &dir, &|line| {
                     eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64())
                 })
             })
@@ -104,15 +104,15 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
         }
         CtlCommand::Testdata { sector_size, out, params_dir } => {
             let size = sector_size_arg(&sector_size)?;
-            let m = tokio::task::spawn_blocking(move || snarkd::proofs::testdata::generate(size, &out, &params_dir)).await??;
+            let m = tokio::task::spawn_blocking(move || snarkd::tools::testdata::generate(size, &out, &params_dir)).await??;
             println!("sealed sector {} of miner {} ({} bytes); manifest in {}", m.sector_number, m.miner_id, m.sector_size, m.dir.display());
         }
         CtlCommand::Verify { testdata, kind, proof, params_dir } => {
             let kind = ProofKind::parse(&kind).ok_or_else(|| anyhow::anyhow!("--kind: unknown kind {kind:?}"))?;
-            snarkd::proofs::verify::use_parameter_dir(&params_dir)?;
-            let m = snarkd::proofs::testdata::Manifest::load(&testdata)?;
+            snarkd::tools::reference::use_parameter_dir(&params_dir)?;
+            let m = snarkd::tools::testdata::Manifest::load(&testdata)?;
             let bytes = std::fs::read(&proof).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", proof.display()))?;
-            if !snarkd::proofs::verify::verify_with_api(&m, kind, &bytes)? {
+            if !snarkd::tools::reference::verify_with_api(&m, kind, &bytes)? {
                 anyhow::bail!("{kind} proof {} does NOT verify", proof.display());
             }
             println!("{kind} proof {} verifies with filecoin-proofs-api", proof.display());
@@ -124,7 +124,7 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
             }
             let reports = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
                 let mut out = vec![];
-                for dev in snarkd::gpu::Gpu::enumerate(&devices)? {
+                for dev in snarkd::gpu::Gpu::enumerate(devices.ordinals())? {
                     out.push(snarkd::gpu::selftest(&dev, None)?);
                 }
                 Ok(out)
@@ -156,7 +156,7 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
                 other => anyhow::bail!("--mix: unknown mix {other:?} (witness, filecoin or random)"),
             };
             let reports = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<snarkd::gpu::BenchReport>> {
-                let dev = snarkd::gpu::Gpu::enumerate("0")?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no GPU found"))?;
+                let dev = snarkd::gpu::Gpu::enumerate(Some(&[0]))?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no GPU found"))?;
                 let n = 1usize << log_size;
                 Ok(match kind.as_str() {
                     "msm" => {
@@ -254,7 +254,7 @@ async fn ensure_params(size: u64, dir: &std::path::Path) -> anyhow::Result<()> {
     let dir = dir.to_path_buf();
     let started = std::time::Instant::now();
     tokio::task::spawn_blocking(move || {
-        snarkd::proofs::paramgen::generate(size, &ProofKind::ALL, &dir, &|line| {
+        snarkd::tools::paramgen::generate(size, &ProofKind::ALL, &dir, &|line| {
             eprintln!("[{:>6.1}s] {line}", started.elapsed().as_secs_f64())
         })
     })

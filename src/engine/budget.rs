@@ -7,7 +7,20 @@ use std::sync::{Arc, Condvar, Mutex};
 use serde::Serialize;
 
 use crate::error::{ErrorCode, SnarkError};
+use crate::systemd::cgroup::MemoryLimit;
 use crate::units::Bytes;
+
+/// The witness budget and where it came from: an explicit `memory.limit`, else the detected
+/// limit minus resident parameters minus `memory.reserve`.
+pub fn witness_budget(explicit: Option<Bytes>, memory: &MemoryLimit, srs_resident: u64, reserve: Bytes) -> (Bytes, String) {
+    match explicit {
+        Some(limit) => (limit, "memory.limit".into()),
+        None => {
+            let b = memory.bytes.saturating_sub(Bytes(srs_resident)).saturating_sub(reserve);
+            (b, format!("{} ({}) - resident params {} - memory.reserve {}", memory.source, memory.bytes, Bytes(srs_resident), reserve))
+        }
+    }
+}
 
 #[derive(Debug)]
 struct State {

@@ -5,11 +5,14 @@
 //! [`ProvingBackend`] trait objects, parameters through [`SrsSource`], so tests can drive it with
 //! controllable fakes and the daemon with the real CPU and CUDA backends.
 
+pub mod assembly;
 pub mod budget;
 pub mod job;
 pub mod metrics;
-pub mod pipeline;
+mod pipeline;
+mod proving;
 pub mod scheduler;
+mod synthesis;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -20,23 +23,15 @@ use serde::Serialize;
 
 pub use budget::{Budget, BudgetStatus};
 pub use job::{Job, JobId, JobInfo, JobState, Stage, Timings};
-pub use pipeline::DeviceStatus;
+pub use proving::DeviceStatus;
 pub use scheduler::Priority;
 
 use crate::error::{ErrorCode, SnarkError};
 use crate::groth16::{Proof, ProvingBackend};
 use crate::proofs::{ProofKind, Statement};
-use crate::srs::{CircuitId, Srs};
+use crate::srs::{Srs, SrsSource};
 use crate::units::Bytes;
 use pipeline::{Pipeline, WorkItem};
-
-/// Where the engine gets resident parameters. The returned duration is the time spent loading
-/// (zero when already resident).
-pub trait SrsSource: Send + Sync {
-    fn get(&self, id: &CircuitId) -> Result<(Arc<Srs>, Duration), SnarkError>;
-    /// Bytes of parameters resident in host memory.
-    fn resident_bytes(&self) -> u64;
-}
 
 /// Checks a job's assembled partition proofs (true = every partition verifies).
 pub type Verifier = Arc<dyn Fn(&dyn Statement, &Srs, &[Proof<Bls12>]) -> Result<bool, SnarkError> + Send + Sync>;
@@ -85,6 +80,10 @@ impl Sizing {
         Sizing { budget, budget_source, synthesis_parallelism: parallelism, lookahead_per_device: parallelism }
     }
 }
+
+/// How long an idle engine worker may go without waking before the engine counts as stalled;
+/// idle workers wake at least every 100 ms.
+pub const STALL_LIMIT: Duration = Duration::from_secs(30);
 
 /// What Submit takes besides the statement.
 #[derive(Debug, Clone, Default)]
@@ -297,6 +296,46 @@ impl Engine {
         self.draining.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Resolves once every job accepted so far has ended. Waiting is on each job's own state
+    /// channel; jobs accepted while it waits (none, once draining) are waited for too.
+    pub async fn all_finished(&self) {
+        loop {
+            let unfinished: Vec<_> = self
+                .jobs
+                .lock()
+                .unwrap()
+                .by_id
+                .values()
+                .filter(|j| !j.state().is_terminal())
+                .map(|j| j.subscribe())
+                .collect();
+            if unfinished.is_empty() {
+                return;
+            }
+            for mut rx in unfinished {
+                let _ = rx.wait_for(|s| s.is_terminal()).await;
+            }
+        }
+    }
+
+    /// Why the proving machinery is not making progress, if it is not: a worker thread that has
+    /// exited, or an idle one that has not woken for [`STALL_LIMIT`]. The daemon withholds the
+    /// watchdog ping while this says something.
+    pub fn stalled(&self) -> Option<String> {
+        if self.pipeline.stopped() {
+            return None;
+        }
+        if let Some(dead) = self.workers.lock().unwrap().iter().find(|w| w.is_finished()) {
+            return Some(format!("engine worker {} has exited", dead.thread().name().unwrap_or("?")));
+        }
+        let beats = self.pipeline.beats.lock().unwrap();
+        beats.iter().find_map(|b| {
+            b.silent_for()
+                .filter(|&t| t > STALL_LIMIT)
+                .map(|t| format!("engine worker {} has not woken for {:.0} s", b.thread, t.as_secs_f64()))
+        })
+    }
+
     /// Jobs not yet finished.
     pub fn in_flight(&self) -> usize {
         self.jobs.lock().unwrap().by_id.values().filter(|j| !j.state().is_terminal()).count()
@@ -400,7 +439,7 @@ impl Engine {
                     .map(|(id, &peak)| EstimateStatus {
                         circuit: id.0.clone(),
                         measured_peak: Bytes(peak),
-                        reserve: pipeline::with_headroom(peak),
+                        reserve: synthesis::with_headroom(peak),
                     })
                     .collect();
                 e.sort_by(|a, b| a.circuit.cmp(&b.circuit));

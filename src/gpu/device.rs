@@ -30,8 +30,6 @@ pub enum GpuError {
     NotBuiltIn,
     #[error("no CUDA driver (libcuda) on this host")]
     NoDriver,
-    #[error("bad device selection {0:?}: use \"all\" or a comma-separated list of ordinals")]
-    BadSelection(String),
     #[error("device {device} not present ({count} CUDA devices)")]
     NoSuchDevice { device: usize, count: usize },
     #[error("cuda:{device} {call}: {reason}")]
@@ -63,16 +61,13 @@ impl Gpu {
             .map_err(|e| GpuError::Driver { device: 0, call: "cuDeviceGetCount", reason: e.to_string() })
     }
 
-    /// Opens the selected devices: `"all"` or a comma-separated list of ordinals ("0,2").
-    pub fn enumerate(devices: &str) -> Result<Vec<GpuDevice>, GpuError> {
+    /// Opens the selected devices: every device for `None`, else the listed ordinals (parsed once,
+    /// from `gpu.devices` or `--devices`, by [`crate::config::GpuDevices`]).
+    pub fn enumerate(ordinals: Option<&[u32]>) -> Result<Vec<GpuDevice>, GpuError> {
         let count = Self::device_count()?;
-        let ordinals: Vec<usize> = if devices.trim() == "all" {
-            (0..count).collect()
-        } else {
-            devices
-                .split(',')
-                .map(|d| d.trim().parse::<usize>().map_err(|_| GpuError::BadSelection(devices.to_string())))
-                .collect::<Result<_, _>>()?
+        let ordinals: Vec<usize> = match ordinals {
+            None => (0..count).collect(),
+            Some(list) => list.iter().map(|&d| d as usize).collect(),
         };
         ordinals
             .into_iter()

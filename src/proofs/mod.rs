@@ -17,8 +17,8 @@ use crate::groth16::Witness;
 use crate::srs::CircuitId;
 use crate::units::Bytes;
 
+pub mod blank;
 mod check;
-pub mod paramgen;
 mod porep;
 mod post;
 pub mod prover_id;
@@ -26,8 +26,6 @@ pub mod request;
 pub mod shape;
 mod size;
 mod snap;
-pub mod testdata;
-pub mod verify;
 
 pub use size::circuit_size;
 pub use request::{Base64Bytes, Bytes32, PoStProofType, ProofRequest, UpdateProofType};
@@ -299,7 +297,7 @@ pub fn circuit_id_for(name: &str) -> Result<CircuitId, SnarkError> {
             .ok_or_else(|| SnarkError::bad_input(format!("circuit: {kind:?} in {name:?} is not a proof kind")))?;
         let s = Bytes::parse(size)
             .ok_or_else(|| SnarkError::bad_input(format!("circuit: {size:?} in {name:?} is not a sector size such as 32GiB")))?;
-        return paramgen::circuit_id(k, s.get()).map_err(|e| SnarkError::bad_input(format!("circuit: {name}: {e:#}")));
+        return blank::circuit_id(k, s.get()).map_err(|e| SnarkError::bad_input(format!("circuit: {name}: {e:#}")));
     }
     let id = name.trim().trim_start_matches("v28-").trim_end_matches(".params").trim_end_matches(".vk");
     if id.is_empty() || id.contains('/') {

@@ -8,7 +8,7 @@ use super::{CircuitSize, ProofKind};
 
 /// The size of `kind`'s circuit at `sector_size` (a published size; others get the nearest
 /// larger row). Rows marked "counted" are [`Counter`] runs over the blank circuits
-/// (`paramgen::blank_circuit_size`; the test `circuit_sizes_match_table` re-counts 2 KiB and
+/// (`blank::blank_circuit_size`; the test `circuit_sizes_match_table` re-counts 2 KiB and
 /// 8 MiB). The other 32/64 GiB rows take the constraint counts in notes/filecoin.md (which leave
 /// out the one constraint per input), add the inputs, and scale aux by the 512 MiB aux/constraint
 /// ratio of the same kind: counting them takes minutes each, and a budget needs no more precision.

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::errors::to_rpc;
 use super::server::Peer;
 use super::types::{ProofResult, VersionInfo};
-use crate::daemon::State;
+use super::state::State;
 use crate::engine::{AwaitOutcome, JobId, Priority, SubmitOptions};
 use crate::error::{ErrorCode, SnarkError};
 
@@ -54,6 +54,13 @@ fn job_id_param(args: &[Value]) -> Result<JobId, SnarkError> {
         Some(Value::String(s)) if !s.is_empty() => Ok(JobId(s.clone())),
         Some(other) => Err(SnarkError::bad_input(format!("job_id: expected a string, got {other}"))),
         None => Err(SnarkError::bad_input("job_id: missing (params[0])")),
+    }
+}
+
+fn circuit_param(args: &[Value]) -> Result<String, SnarkError> {
+    match args.first() {
+        Some(Value::String(s)) => Ok(s.clone()),
+        _ => Err(SnarkError::bad_input("circuit: expected a string (params[0])")),
     }
 }
 
@@ -176,7 +183,7 @@ pub fn module(state: Arc<State>) -> RpcModule<Arc<State>> {
         json(s.engine.job(&id).map_err(to_rpc)?)
     });
     guarded(&mut m, "Snark.Preload", |args, s| async move {
-        let circuit = args.first().cloned().unwrap_or(Value::Null);
+        let circuit = circuit_param(&args).map_err(to_rpc)?;
         let out = tokio::task::spawn_blocking(move || s.preload(&circuit))
             .await
             .map_err(|e| to_rpc(SnarkError::internal(format!("preload task failed: {e}"))))?
@@ -184,7 +191,7 @@ pub fn module(state: Arc<State>) -> RpcModule<Arc<State>> {
         json(out)
     });
     guarded(&mut m, "Snark.Evict", |args, s| async move {
-        let circuit = args.first().cloned().unwrap_or(Value::Null);
+        let circuit = circuit_param(&args).map_err(to_rpc)?;
         json(s.evict(&circuit).map_err(to_rpc)?)
     });
     m

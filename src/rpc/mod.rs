@@ -4,7 +4,9 @@
 
 pub mod errors;
 pub mod methods;
+pub mod metrics_http;
 pub mod server;
+pub mod state;
 pub mod types;
 
 /// The HTTP paths the daemon answers on; anything else is 404.

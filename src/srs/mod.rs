@@ -6,13 +6,15 @@ use std::time::SystemTime;
 
 use blstrs::{Bls12, G1Affine, G2Affine};
 
-use crate::groth16::{PreparedVerifyingKey, VerifyingKey};
+use bellperson::groth16::{PreparedVerifyingKey, VerifyingKey};
 
 pub mod params;
 pub mod resident;
+pub mod source;
 
 pub use params::{load, PointCheck};
 pub use resident::{ResidentSrs, SrsStatus};
+pub use source::{Evicted, Preloaded, SrsAdmin, SrsSource};
 
 /// The cache identifier of one circuit's parameters, as filecoin-proofs names it, e.g.
 /// `stacked-proof-of-replication-merkletree-poseidon_hasher-8-0-0-sha256_hasher-<digest>`.

@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 use super::{CircuitId, Srs};
 use crate::error::{ErrorCode, SnarkError};
-use crate::groth16::VerifyingKey;
+use bellperson::groth16::VerifyingKey;
 
 const G1_BYTES: usize = 96;
 const G2_BYTES: usize = 192;

@@ -13,10 +13,14 @@ use serde_json::Value;
 
 use crate::client::Client;
 use crate::groth16::ProvingBackend;
-use crate::proofs::testdata::Manifest;
+use crate::tools::testdata::Manifest;
 use crate::proofs::ProofKind;
 
+pub mod fuzz;
+pub mod paramgen;
+pub mod reference;
 pub mod soak;
+pub mod testdata;
 
 /// A `snarkd` child process on a temporary socket, started the way systemd would start it.
 pub struct TempDaemon {
@@ -111,7 +115,7 @@ pub async fn prove_all(client: &Client, manifest: &Manifest) -> anyhow::Result<V
         let result = client.call("Prove", vec![request]).await.with_context(|| format!("{kind} through the daemon"))?;
         let proof = base64::engine::general_purpose::STANDARD
             .decode(result["proof"].as_str().context("result has no proof")?)?;
-        let verified = crate::proofs::verify::verify_with_api(manifest, kind, &proof)?;
+        let verified = crate::tools::reference::verify_with_api(manifest, kind, &proof)?;
         rows.push(DemoRow { kind, proof_bytes: proof.len(), verified, timings: result["job"]["timings"].clone() });
     }
     Ok(rows)
@@ -142,12 +146,12 @@ pub fn testdata_dir(params_dir: &Path, sector_size: u64) -> PathBuf {
 pub fn ensure_testdata(params_dir: &Path, sector_size: u64) -> anyhow::Result<Manifest> {
     let dir = testdata_dir(params_dir, sector_size);
     if let Ok(m) = Manifest::load(&dir) {
-        crate::proofs::verify::use_parameter_dir(params_dir)?;
+        crate::tools::reference::use_parameter_dir(params_dir)?;
         return Ok(m);
     }
     let tmp = dir.with_extension("partial");
     let _ = std::fs::remove_dir_all(&tmp);
-    crate::proofs::testdata::generate(sector_size, &tmp, params_dir)?;
+    crate::tools::testdata::generate(sector_size, &tmp, params_dir)?;
     std::fs::rename(&tmp, &dir)?;
     Manifest::load(&dir)
 }
@@ -186,11 +190,11 @@ pub fn bench_against_api(manifest: &Manifest, kind: ProofKind, runs: usize) -> a
     let mut backends: Vec<(String, Box<dyn ProvingBackend>)> =
         vec![("snarkd cpu".into(), Box::new(crate::groth16::CpuBackend::new()))];
     if crate::gpu::BUILT_IN {
-        for dev in crate::gpu::Gpu::enumerate("all").unwrap_or_default() {
+        for dev in crate::gpu::Gpu::enumerate(None).unwrap_or_default() {
             backends.push((format!("snarkd {}", dev.label()), Box::new(crate::gpu::GpuBackend::new(dev, crate::gpu::B2Placement::Gpu))));
         }
     }
-    let verifier = crate::daemon::groth16_verifier();
+    let verifier = crate::engine::assembly::groth16_verifier();
     let prove = |backend: &dyn ProvingBackend| -> anyhow::Result<Duration> {
         let t = Instant::now();
         let mut proofs = vec![];
@@ -204,7 +208,7 @@ pub fn bench_against_api(manifest: &Manifest, kind: ProofKind, runs: usize) -> a
         Ok(t.elapsed())
     };
     // Warm-up: the api caches its parameters in memory on first use; GPUs upload their bases.
-    crate::proofs::verify::prove_with_api(manifest, kind)?;
+    crate::tools::reference::prove_with_api(manifest, kind)?;
     for (_, b) in &backends {
         prove(b.as_ref())?;
     }
@@ -215,7 +219,7 @@ pub fn bench_against_api(manifest: &Manifest, kind: ProofKind, runs: usize) -> a
             rows[i].samples.0.push(prove(b.as_ref())?);
         }
         let t = Instant::now();
-        crate::proofs::verify::prove_with_api(manifest, kind)?;
+        crate::tools::reference::prove_with_api(manifest, kind)?;
         rows.last_mut().expect("api row").samples.0.push(t.elapsed());
     }
     Ok(rows)

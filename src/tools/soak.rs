@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use super::TempDaemon;
 use crate::client::{Client, ClientError};
 use crate::error::ErrorCode;
-use crate::proofs::testdata::Manifest;
+use crate::tools::testdata::Manifest;
 use crate::proofs::ProofKind;
 
 /// How hard and how long to push.
@@ -242,7 +242,7 @@ async fn prove(client: &Client, req: &Value, by_submit: bool) -> Result<Vec<u8>,
 /// Checks one proof with filecoin-proofs-api's verifier, off the async thread.
 async fn verified(manifest: &Arc<Manifest>, kind: ProofKind, proof: Vec<u8>) -> Result<(), String> {
     let m = manifest.clone();
-    match tokio::task::spawn_blocking(move || crate::proofs::verify::verify_with_api(&m, kind, &proof)).await {
+    match tokio::task::spawn_blocking(move || crate::tools::reference::verify_with_api(&m, kind, &proof)).await {
         Ok(Ok(true)) => Ok(()),
         Ok(Ok(false)) => Err(format!("{kind}: the proof was rejected by filecoin-proofs-api")),
         Ok(Err(e)) => Err(format!("{kind}: cannot verify: {e:#}")),

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
 use group::prime::PrimeCurveAffine;
 
-use snarkd::engine::{Engine, EngineSettings, JobState, Sizing, SrsSource, SubmitOptions};
+use snarkd::engine::{Engine, EngineSettings, JobState, Sizing, SubmitOptions};
+use snarkd::srs::SrsSource;
 use snarkd::error::{ErrorCode, SnarkError};
 use snarkd::groth16::{BackendError, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness};
 use snarkd::proofs::{ProofKind, Statement};

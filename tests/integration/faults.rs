@@ -12,7 +12,7 @@ use super::harness::{block_on, prove, request, test_params_dir, Daemon, SNARKCTL
 
 #[test]
 fn a_params_file_corrupted_mid_file_is_caught_at_load() {
-    let id = snarkd::proofs::paramgen::circuit_id(ProofKind::WindowPost, 2048).unwrap();
+    let id = snarkd::proofs::blank::circuit_id(ProofKind::WindowPost, 2048).unwrap();
     let req = request(ProofKind::WindowPost);
     let dir = tempfile::tempdir().unwrap();
     let params = dir.path().join(id.params_file());

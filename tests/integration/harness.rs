@@ -158,12 +158,12 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
 /// The sealed 2 KiB sector every proving test uses, made once per run (sealing takes
 /// milliseconds) next to the cached parameters; filecoin-proofs-api's verifiers read their keys
 /// from the same directory.
-pub fn manifest() -> &'static snarkd::proofs::testdata::Manifest {
-    static M: std::sync::OnceLock<snarkd::proofs::testdata::Manifest> = std::sync::OnceLock::new();
+pub fn manifest() -> &'static snarkd::tools::testdata::Manifest {
+    static M: std::sync::OnceLock<snarkd::tools::testdata::Manifest> = std::sync::OnceLock::new();
     M.get_or_init(|| {
         let params = test_params_dir();
         let dir = tempfile::tempdir().unwrap().keep();
-        snarkd::proofs::testdata::generate(2048, &dir, &params).expect("seal a 2 KiB test sector")
+        snarkd::tools::testdata::generate(2048, &dir, &params).expect("seal a 2 KiB test sector")
     })
 }
 

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::harness::{block_on, manifest, proof_bytes, prove, request, test_params_dir, Daemon};
 use snarkd::error::ErrorCode;
-use snarkd::proofs::verify::{use_parameter_dir, verify_with_api};
+use snarkd::tools::reference::{use_parameter_dir, verify_with_api};
 use snarkd::proofs::ProofKind;
 
 fn api_accepts(kind: ProofKind, proof: &[u8]) -> bool {
@@ -45,7 +45,7 @@ fn the_api_prover_and_snarkd_both_verify_on_the_same_inputs() {
     use_parameter_dir(&test_params_dir()).unwrap();
     let d = Daemon::start("");
     let kind = ProofKind::WindowPost;
-    let theirs = snarkd::proofs::verify::prove_with_api(manifest(), kind).unwrap();
+    let theirs = snarkd::tools::reference::prove_with_api(manifest(), kind).unwrap();
     let ours = proof_bytes(&prove(&d, request(kind)).unwrap());
     assert!(api_accepts(kind, &theirs) && api_accepts(kind, &ours));
     assert_ne!(theirs, ours, "fresh r and s make every proof different");

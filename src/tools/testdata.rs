@@ -21,9 +21,9 @@ use filecoin_proofs_api::{
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
-use super::request::{Base64Bytes, Bytes32, PoStProofType, ProofRequest, UpdateProofType};
-use super::shape::{self, Registered};
-use super::{prover_id, ProofKind};
+use crate::proofs::request::{Base64Bytes, Bytes32, PoStProofType, ProofRequest, UpdateProofType};
+use crate::proofs::shape::{self, Registered};
+use crate::proofs::{prover_id, ProofKind};
 
 /// What [`generate`] wrote, saved as `manifest.json` next to the files it names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,9 +106,9 @@ const SECTOR_NUMBER: u64 = 7;
 
 /// Seals one sector of `sector_size` under `out` and writes its proof inputs, the request per kind
 /// and `manifest.json`. `params_dir` becomes filecoin-proofs' parameter cache (see
-/// [`super::verify::use_parameter_dir`]) so that the results can be proved and verified afterwards.
+/// [`super::reference::use_parameter_dir`]) so that the results can be proved and verified afterwards.
 pub fn generate(sector_size: u64, out: &Path, params_dir: &Path) -> anyhow::Result<Manifest> {
-    super::verify::use_parameter_dir(params_dir)?;
+    super::reference::use_parameter_dir(params_dir)?;
     let (Registered::Seal(seal), Registered::PoSt(window), Registered::PoSt(winning), Registered::Update(update)) = (
         shape::registered(ProofKind::PorepC2, sector_size)?,
         shape::registered(ProofKind::WindowPost, sector_size)?,
@@ -215,7 +215,7 @@ pub fn generate(sector_size: u64, out: &Path, params_dir: &Path) -> anyhow::Resu
         manifest.requests.insert(kind, file);
     }
     write(out, "manifest.json", &serde_json::to_vec_pretty(&manifest)?)?;
-    crate::fuzz::write_seeds(&manifest, &out.join("fuzz-seeds"))?;
+    crate::tools::fuzz::write_seeds(&manifest, &out.join("fuzz-seeds"))?;
     // The sealed sector and its trees were only needed to make the vanilla proofs.
     fs::remove_dir_all(&work).with_context(|| format!("cannot remove {}", work.display()))?;
     Ok(manifest)

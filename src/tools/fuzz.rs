@@ -38,7 +38,7 @@ pub fn catch_only_escaping_panics() {
 /// decoders of every tree shape are reached.
 const SIZES: [&str; 5] = ["2KiB", "8MiB", "512MiB", "32GiB", "64GiB"];
 
-/// The miner id and sector number the seeds were made with (`proofs::testdata`).
+/// The miner id and sector number the seeds were made with (`tools::testdata`).
 const MINER_ID: u64 = 1000;
 const SECTOR_NUMBER: u64 = 7;
 
@@ -116,7 +116,7 @@ pub fn config(data: &[u8]) {
 /// Seed inputs for every target from a real sealed sector: the requests, the C1 output, the
 /// vanilla proofs (behind the selector byte that picks their proof type and 2 KiB), and the
 /// example config. Returns (target, file name, bytes).
-pub fn seeds(m: &crate::proofs::testdata::Manifest) -> anyhow::Result<Vec<(&'static str, String, Vec<u8>)>> {
+pub fn seeds(m: &crate::tools::testdata::Manifest) -> anyhow::Result<Vec<(&'static str, String, Vec<u8>)>> {
     let mut out = vec![];
     for file in m.requests.values() {
         out.push(("request", file.clone(), m.read(file)?));
@@ -135,7 +135,7 @@ pub fn seeds(m: &crate::proofs::testdata::Manifest) -> anyhow::Result<Vec<(&'sta
 }
 
 /// Writes [`seeds`] as `dir/<target>/<file>`, the corpus layout `cargo fuzz` reads.
-pub fn write_seeds(m: &crate::proofs::testdata::Manifest, dir: &std::path::Path) -> anyhow::Result<()> {
+pub fn write_seeds(m: &crate::tools::testdata::Manifest, dir: &std::path::Path) -> anyhow::Result<()> {
     use anyhow::Context as _;
     for (target, name, bytes) in seeds(m)? {
         let path = dir.join(target).join(name);

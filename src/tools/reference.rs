@@ -17,7 +17,7 @@ use filecoin_proofs_api::update::{generate_empty_sector_update_proof_with_vanill
 use filecoin_proofs_api::{PartitionProofBytes, PublicReplicaInfo, SectorId};
 
 use super::testdata::{Manifest, PostData};
-use super::ProofKind;
+use crate::proofs::ProofKind;
 
 /// Points filecoin-proofs at `dir` for parameters and verifying keys, or fails if this process
 /// already fixed another directory.

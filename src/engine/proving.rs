@@ -1,0 +1,211 @@
+//! The proving stage: one worker thread per device (a GPU or a CPU backend) takes synthesized
+//! witnesses from its own priority queue and turns each into a partition proof. The backend
+//! releases the witness's budget buffer by buffer as it frees them (DESIGN rule 1). A device
+//! error degrades that device and sends the partition back to synthesis for another one; the
+//! job's last proof starts assembly off the device's thread.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use super::job::Stage;
+use super::pipeline::{log_stage, panic_message, Beat, Pipeline, Synthesized, WorkItem};
+use super::scheduler::{Place, PriorityQueue};
+use crate::error::SnarkError;
+use crate::groth16::{BackendError, DeviceMemory, ProvingBackend, Witness};
+
+/// What Status shows per device.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeviceStatus {
+    pub index: usize,
+    pub name: String,
+    pub queued: usize,
+    pub current_job: Option<String>,
+    pub degraded: Option<String>,
+    pub proofs: u64,
+    pub busy_seconds: f64,
+    /// Free and total device memory; absent for the CPU backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<DeviceMemory>,
+}
+
+pub(crate) struct Device {
+    pub index: usize,
+    pub backend: Arc<dyn ProvingBackend>,
+    pub name: String,
+    pub queue: Mutex<PriorityQueue<Synthesized>>,
+    pub ready: Condvar,
+    current: Mutex<Option<String>>,
+    /// Whether the device thread holds the partition after the current one (still queued, for
+    /// Status and routing).
+    on_deck: AtomicBool,
+    degraded: Mutex<Option<String>>,
+    proofs: AtomicU64,
+    busy_micros: AtomicU64,
+}
+
+impl Device {
+    fn is_degraded(&self) -> bool {
+        self.degraded.lock().unwrap().is_some()
+    }
+    fn queued(&self) -> usize {
+        self.queue.lock().unwrap().len() + usize::from(self.on_deck.load(Ordering::Relaxed))
+    }
+    fn load(&self) -> usize {
+        self.queued() + usize::from(self.current.lock().unwrap().is_some())
+    }
+    pub fn status(&self) -> DeviceStatus {
+        DeviceStatus {
+            index: self.index,
+            name: self.name.clone(),
+            queued: self.queued(),
+            current_job: self.current.lock().unwrap().clone(),
+            degraded: self.degraded.lock().unwrap().clone(),
+            proofs: self.proofs.load(Ordering::Relaxed),
+            busy_seconds: self.busy_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            memory: self.backend.memory(),
+        }
+    }
+}
+
+impl Device {
+    pub(crate) fn new(index: usize, backend: Arc<dyn ProvingBackend>) -> Device {
+        Device {
+            index,
+            name: backend.name(),
+            backend,
+            queue: Mutex::new(PriorityQueue::default()),
+            ready: Condvar::new(),
+            current: Mutex::new(None),
+            on_deck: AtomicBool::new(false),
+            degraded: Mutex::new(None),
+            proofs: AtomicU64::new(0),
+            busy_micros: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Pipeline {
+
+    pub(crate) fn pick_device(&self, exclude: &[usize]) -> Option<Arc<Device>> {
+        self.devices
+            .iter()
+            .filter(|d| !exclude.contains(&d.index) && !d.is_degraded())
+            .min_by_key(|d| d.load())
+            .cloned()
+    }
+
+
+    pub(crate) fn device_worker(self: Arc<Self>, device: Arc<Device>, beat: &Beat) {
+        // The partition that will follow, taken from the queue while the one before it is proved
+        // so that the backend can move its inputs to the device meanwhile. It keeps its place:
+        // a more urgent partition that arrives meanwhile still goes first, and it keeps its
+        // lookahead slot until its own proof starts.
+        let mut on_deck: Option<(Place, Synthesized)> = None;
+        loop {
+            // the partition on deck, unless a more urgent one arrived meanwhile: then it goes back
+            let kept = on_deck.take().and_then(|(place, s)| {
+                let mut q = device.queue.lock().unwrap();
+                if q.first_before(place) {
+                    q.put_back(place, s);
+                    None
+                } else {
+                    Some(s)
+                }
+            });
+            let next = kept.or_else(|| {
+                let mut q = device.queue.lock().unwrap();
+                loop {
+                    beat.idle();
+                    if let Some((_, s)) = q.pop() {
+                        break Some(s);
+                    }
+                    if self.stopped() {
+                        break None;
+                    }
+                    q = device.ready.wait_timeout(q, Duration::from_millis(100)).unwrap().0;
+                }
+            });
+            device.on_deck.store(false, Ordering::Relaxed);
+            let Some(mut s) = next else { return };
+            beat.busy();
+            // The device owns the witness now; its slot, if it held one, goes to the next synthesis.
+            drop(s.slot.take());
+            on_deck = device.queue.lock().unwrap().pop_placed();
+            device.on_deck.store(on_deck.is_some(), Ordering::Relaxed);
+            self.prove_one(&device, s, on_deck.as_ref().map(|(_, n)| &n.witness));
+        }
+    }
+
+    fn prove_one(&self, device: &Arc<Device>, s: Synthesized, next: Option<&Witness>) {
+        let Synthesized { item, witness, reservation, srs, .. } = s;
+        let job = item.job.clone();
+        if job.should_stop() {
+            return;
+        }
+        *device.current.lock().unwrap() = Some(job.id.to_string());
+        {
+            let mut p = job.progress.lock().unwrap();
+            p.stage = Stage::Prove;
+            p.device = Some(device.name.clone());
+        }
+        log_stage(&job, Stage::Prove, &device.name, &format!("partition {}/{}", item.partition + 1, job.partitions()));
+        let reservation = Mutex::new(reservation);
+        let release = |bytes: u64| reservation.lock().unwrap().release(bytes);
+        let started = Instant::now();
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| device.backend.prove_then(witness, &srs, &release, next)));
+        let took = started.elapsed();
+        drop(reservation);
+        *device.current.lock().unwrap() = None;
+        device.busy_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        self.metrics.observe_stage(job.kind, Stage::Prove, took);
+
+        match result {
+            Ok(Ok((proof, t))) => {
+                device.proofs.fetch_add(1, Ordering::Relaxed);
+                let all_done = {
+                    let mut p = job.progress.lock().unwrap();
+                    p.timings.prove += took;
+                    p.timings.prove_ntt += t.ntt;
+                    p.timings.prove_msm += t.msm;
+                    p.proofs[item.partition] = Some(proof);
+                    p.partitions_done += 1;
+                    p.partitions_done == job.partitions()
+                };
+                if all_done {
+                    // Assembly and verification run off the device thread (DESIGN rule 3).
+                    let metrics = self.metrics.clone();
+                    let verifier = self.verifier.clone();
+                    let verify = self.settings.read().unwrap().verify;
+                    std::thread::spawn(move || super::assembly::finish(&job, &srs, verify, &verifier, &metrics));
+                }
+            }
+            Ok(Err(BackendError::Device { device: name, call, reason })) => {
+                let why = format!("{call} failed: {reason}");
+                tracing::error!(device = %name, "device {name} degraded: {why}");
+                *device.degraded.lock().unwrap() = Some(why.clone());
+                self.retry_elsewhere(item, device.index, &why);
+            }
+            Ok(Err(e)) => self.fail(&job, SnarkError::internal(format!("proving failed on {}: {e}", device.name))),
+            Err(panic) => self.fail(
+                &job,
+                SnarkError::internal(format!("proving backend {} panicked: {}", device.name, panic_message(&panic))),
+            ),
+        }
+    }
+
+    /// Sends an item that failed on a device back to synthesis, bound for another device.
+    fn retry_elsewhere(&self, mut item: WorkItem, failed: usize, why: &str) {
+        item.exclude.push(failed);
+        if self.pick_device(&item.exclude).is_none() {
+            let job = item.job.clone();
+            self.fail(&job, SnarkError::internal(format!("device failed ({why}) and no other device is healthy")));
+            return;
+        }
+        log_stage(&item.job, Stage::Queued, "", &format!("retrying partition {} after device failure", item.partition + 1));
+        self.metrics.retries.fetch_add(1, Ordering::Relaxed);
+        self.enqueue(item);
+    }
+
+}

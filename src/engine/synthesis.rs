@@ -1,0 +1,169 @@
+//! The synthesis stage: a CPU pool takes work items in priority order, loads the circuit's
+//! parameters, reserves the witness's bytes in the budget, runs the circuit into a [`Witness`] and
+//! hands it to the least loaded healthy device. One extra worker serves only critical and high
+//! priority items, so a WinningPoSt never waits behind long PoRep syntheses.
+//!
+//! Backpressure (DESIGN rule 2): a normal worker needs a lookahead slot before it starts, and the
+//! slot goes back when a device takes the witness, so synthesis overlaps proving without piling up.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::job::{Job, JobState, Stage};
+use super::pipeline::{log_stage, panic_message, Beat, LookaheadSlot, Pipeline, Synthesized, WorkItem};
+use super::scheduler::Priority;
+use crate::error::{ErrorCode, SnarkError};
+use crate::proofs::Statement;
+use crate::units::Bytes;
+
+/// What a partition reserves once its circuit's largest witness is `peak` bytes: 1/8 headroom.
+pub(crate) fn with_headroom(peak: u64) -> Bytes {
+    Bytes(peak + (peak >> 3))
+}
+
+impl Pipeline {
+
+    /// Takes the next item this worker may run. Priority workers take only critical/high items
+    /// and do not need a lookahead slot (their count is bounded by the number of such workers).
+    fn next_item(&self, priority_lane: bool, beat: &Beat) -> Option<(WorkItem, Option<LookaheadSlot>)> {
+        let mut q = self.synth_queue.lock().unwrap();
+        loop {
+            beat.idle();
+            if self.stopped() {
+                return None;
+            }
+            if priority_lane {
+                if let Some((_, item)) = q.pop_where(|p| p <= Priority::High) {
+                    return Some((item, None));
+                }
+            } else if !q.is_empty() {
+                let mut used = self.lookahead.used.lock().unwrap();
+                if *used < self.lookahead.limit {
+                    let (_, item) = q.pop().expect("queue not empty");
+                    *used += 1;
+                    self.lookahead.peak.fetch_max(*used, Ordering::Relaxed);
+                    return Some((item, Some(LookaheadSlot(self.lookahead.clone()))));
+                }
+                drop(used);
+                // Wait for a device to take a witness; re-check the queue after.
+                drop(q);
+                let used = self.lookahead.used.lock().unwrap();
+                let (used, _) = self.lookahead.freed.wait_timeout(used, Duration::from_millis(50)).unwrap();
+                // Let go of the count before taking the queue: the branch above takes the queue
+                // first and then the count, so holding both the other way round deadlocks.
+                drop(used);
+                q = self.synth_queue.lock().unwrap();
+                continue;
+            }
+            q = self.synth_ready.wait_timeout(q, Duration::from_millis(100)).unwrap().0;
+        }
+    }
+
+    pub(crate) fn synthesis_worker(self: Arc<Self>, priority_lane: bool, beat: &Beat) {
+        while let Some((item, slot)) = self.next_item(priority_lane, beat) {
+            beat.busy();
+            self.synthesize_one(item, slot);
+        }
+    }
+
+    /// Synthesizes one item and hands it, with its lookahead slot, to a device; on any failure
+    /// the slot drops here.
+    fn synthesize_one(&self, item: WorkItem, slot: Option<LookaheadSlot>) {
+        let job = item.job.clone();
+        if job.should_stop() {
+            return;
+        }
+        self.mark_running(&job);
+
+        let load_started = Instant::now();
+        let srs = match self.srs.get(&job.statement.circuit()) {
+            Ok((srs, load)) => {
+                if !load.is_zero() {
+                    log_stage(&job, Stage::ParamsLoad, "", &format!("{:.1} s", load.as_secs_f64()));
+                }
+                job.progress.lock().unwrap().timings.params_load += load_started.elapsed();
+                srs
+            }
+            Err(e) => {
+                self.fail(&job, e);
+                return;
+            }
+        };
+
+        let estimate = self.estimate(job.statement.as_ref());
+        let mut reservation = match self.budget.reserve(estimate, &|| job.should_stop()) {
+            Ok(r) => r,
+            Err(e) => {
+                if e.code != ErrorCode::Cancelled {
+                    self.fail(&job, e);
+                }
+                return;
+            }
+        };
+        if job.should_stop() {
+            return;
+        }
+
+        {
+            let mut p = job.progress.lock().unwrap();
+            p.stage = Stage::Synthesis;
+        }
+        log_stage(&job, Stage::Synthesis, "", &format!("partition {}/{}", item.partition + 1, job.partitions()));
+        let started = Instant::now();
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| job.statement.synthesize(item.partition)));
+        let took = started.elapsed();
+        self.metrics.observe_stage(job.kind, Stage::Synthesis, took);
+        let witness = match result {
+            Ok(Ok(w)) => w,
+            Ok(Err(e)) => {
+                self.fail(&job, e);
+                return;
+            }
+            Err(panic) => {
+                self.fail(&job, SnarkError::internal(format!("synthesis panicked: {}", panic_message(&panic))));
+                return;
+            }
+        };
+        let bytes = witness.bytes();
+        reservation.set_in_use(Bytes(bytes));
+        {
+            let mut measured = self.measured.lock().unwrap();
+            let peak = measured.entry(job.statement.circuit()).or_insert(0);
+            *peak = (*peak).max(bytes);
+        }
+        job.progress.lock().unwrap().timings.synthesis += took;
+
+        let Some(device) = self.pick_device(&item.exclude) else {
+            self.fail(&job, SnarkError::internal("no healthy proving device is left"));
+            return;
+        };
+        let priority = job.priority;
+        device.queue.lock().unwrap().push(priority, Synthesized { item, witness, reservation, srs, slot });
+        device.ready.notify_all();
+    }
+
+    /// The bytes one partition of `statement` reserves: its circuit's size-based estimate, raised
+    /// to the largest witness measured for that circuit plus 1/8 when the estimate fell short. It
+    /// is never lowered below the size-based figure, so a measurement cannot under-reserve.
+    pub(crate) fn estimate(&self, statement: &dyn Statement) -> Bytes {
+        let sized = statement.witness_bytes();
+        match self.measured.lock().unwrap().get(&statement.circuit()) {
+            Some(&peak) => Bytes(sized.get().max(with_headroom(peak).get())),
+            None => sized,
+        }
+    }
+
+
+    fn mark_running(&self, job: &Arc<Job>) {
+        let mut p = job.progress.lock().unwrap();
+        if p.started.is_none() {
+            p.started = Some(Instant::now());
+            p.timings.queue = job.submitted.elapsed();
+            job.set_state(&mut p, JobState::Running);
+            drop(p);
+            self.metrics.observe_stage(job.kind, Stage::Queued, job.submitted.elapsed());
+        }
+    }
+}
