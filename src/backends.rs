@@ -20,7 +20,7 @@ pub fn for_config(config: &Config) -> (Vec<Arc<dyn ProvingBackend>>, Vec<String>
             Ok(found) => {
                 for dev in found {
                     notes.push(format!("proving on {}", dev.label()));
-                    backends.push(Arc::new(crate::gpu::GpuBackend::new(dev, crate::gpu::B2Placement::Gpu)));
+                    backends.push(Arc::new(crate::gpu::GpuBackend::new(dev)));
                 }
             }
             Err(e) => notes.push(format!("GPUs unavailable ({e}): proving on the cpu")),

@@ -9,7 +9,7 @@ use blstrs::{Bls12, Scalar as Fr};
 use ff::Field;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use snarkd::gpu::{self, B2Placement, Distribution, Gpu, GpuBackend, GpuError};
+use snarkd::gpu::{self, Distribution, Gpu, GpuBackend, GpuError};
 use snarkd::groth16::{Density, ProvingBackend, Witness};
 use snarkd::srs::{CircuitId, Srs};
 
@@ -190,36 +190,34 @@ fn gpu_backend_proof_verifies() {
         b_g2: params.b_g2.to_vec(),
         loaded_at: std::time::SystemTime::now(),
     };
-    for placement in [B2Placement::Gpu, B2Placement::Cpu] {
-        let dev = Gpu::enumerate(Some(&[0])).expect("device 0").remove(0);
-        let backend = GpuBackend::new(dev, placement);
-        for x0 in [3u64, 5] {
-            let witness = record(Chain { x0: Fr::from(x0), steps });
-            let public = witness.input[1..].to_vec();
-            let (proof, timings) = backend.prove(witness, &srs, &|_| {}).expect("prove");
-            println!("{placement:?} x0={x0}: {timings:?}");
-            assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "{placement:?} proof does not verify");
-            let wrong = vec![public[0] + Fr::ONE];
-            assert!(!verify_proof(&srs.pvk, &proof, &wrong).unwrap());
-        }
-        // partitions back to back: each announces the next, whose a and b go up during its MSMs
-        let mut rest = [7u64, 9, 11].map(|x0| record(Chain { x0: Fr::from(x0), steps })).into_iter();
-        let mut cur = rest.next();
-        while let Some(w) = cur {
-            let next = rest.next();
-            let public = w.input[1..].to_vec();
-            let (proof, _) = backend.prove_then(w, &srs, &|_| {}, next.as_ref()).expect("prove with the next announced");
-            assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "{placement:?} pipelined proof does not verify");
-            cur = next;
-        }
-        // a witness announced but not proved next: its prefetched a and b are not used for another
-        let announced = record(Chain { x0: Fr::from(13u64), steps });
-        backend.prove_then(record(Chain { x0: Fr::from(15u64), steps }), &srs, &|_| {}, Some(&announced)).expect("prove");
-        let other = record(Chain { x0: Fr::from(17u64), steps });
-        let public = other.input[1..].to_vec();
-        let (proof, _) = backend.prove(other, &srs, &|_| {}).expect("prove after an unused prefetch");
-        assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "{placement:?} proof after a stale prefetch does not verify");
+    let dev = Gpu::enumerate(Some(&[0])).expect("device 0").remove(0);
+    let backend = GpuBackend::new(dev);
+    for x0 in [3u64, 5] {
+        let witness = record(Chain { x0: Fr::from(x0), steps });
+        let public = witness.input[1..].to_vec();
+        let (proof, timings) = backend.prove(witness, &srs, &|_| {}).expect("prove");
+        println!("x0={x0}: {timings:?}");
+        assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "proof does not verify");
+        let wrong = vec![public[0] + Fr::ONE];
+        assert!(!verify_proof(&srs.pvk, &proof, &wrong).unwrap());
     }
+    // partitions back to back: each announces the next, whose a and b go up during its MSMs
+    let mut rest = [7u64, 9, 11].map(|x0| record(Chain { x0: Fr::from(x0), steps })).into_iter();
+    let mut cur = rest.next();
+    while let Some(w) = cur {
+        let next = rest.next();
+        let public = w.input[1..].to_vec();
+        let (proof, _) = backend.prove_then(w, &srs, &|_| {}, next.as_ref()).expect("prove with the next announced");
+        assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "pipelined proof does not verify");
+        cur = next;
+    }
+    // a witness announced but not proved next: its prefetched a and b are not used for another
+    let announced = record(Chain { x0: Fr::from(13u64), steps });
+    backend.prove_then(record(Chain { x0: Fr::from(15u64), steps }), &srs, &|_| {}, Some(&announced)).expect("prove");
+    let other = record(Chain { x0: Fr::from(17u64), steps });
+    let public = other.input[1..].to_vec();
+    let (proof, _) = backend.prove(other, &srs, &|_| {}).expect("prove after an unused prefetch");
+    assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "proof after a stale prefetch does not verify");
 }
 
 #[test]

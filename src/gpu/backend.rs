@@ -1,37 +1,27 @@
 //! [`GpuBackend`]: the Groth16 proving stage on one CUDA device.
 //!
-//! h is computed on the device and never read back; the H, L, A and B_G1 MSMs run on the device
-//! against SRS bases uploaded once per (device, circuit) and kept resident; B_G2 runs on the
-//! device too, or on the CPU overlapped with the G1 work ([`B2Placement::Cpu`], as supraseal
-//! does). Assembly is bellperson's, term for term.
+//! h is computed on the device and never read back; the five MSMs run on the device against SRS
+//! bases uploaded once per (device, circuit) and kept resident. The witness check and the assembly
+//! are groth16's ([`check_shape`], [`assemble`]), the same code the CPU backend runs, so the two
+//! backends cannot drift apart.
 
+use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
-use std::borrow::Cow;
 use std::time::{Duration, Instant, SystemTime};
 
-use blstrs::{Bls12, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use blstrs::{Bls12, Scalar as Fr};
 use ff::Field;
-use group::{prime::PrimeCurveAffine, Curve as _};
 use rand_core::OsRng;
 
 use super::device::{GpuDevice, GpuError};
 use super::msm::{DeviceBases, G1, G2};
 use super::stage::{self, Prefetched, Selection, StageBases, StageInput};
 use super::types::AsDevice;
-use crate::groth16::{
-    BackendError, Density, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness,
-};
+use crate::groth16::prover::{assemble, check_shape, MsmSums};
+use crate::groth16::{BackendError, Density, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, Witness};
 use crate::srs::{CircuitId, Srs};
 use crate::units::Bytes;
-
-/// Where the B_G2 MSM runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum B2Placement {
-    Gpu,
-    /// On the CPU (blst's multi-exp), in parallel with the device's G1 work.
-    Cpu,
-}
 
 /// The SRS bases of one circuit on the device.
 struct Resident {
@@ -41,13 +31,12 @@ struct Resident {
     l: DeviceBases<G1>,
     a: DeviceBases<G1>,
     b_g1: DeviceBases<G1>,
-    b_g2: Option<DeviceBases<G2>>,
+    b_g2: DeviceBases<G2>,
 }
 
 /// A proving backend on one device; proofs on it run one at a time.
 pub struct GpuBackend {
     dev: GpuDevice,
-    b2: B2Placement,
     resident: Mutex<Option<Resident>>,
     /// a and b of the witness announced as next by the proof before ([`ProvingBackend::prove_then`]).
     prefetched: Mutex<Option<(WitnessKey, Prefetched)>>,
@@ -73,18 +62,9 @@ impl WitnessKey {
     }
 }
 
-/// The five MSM results of one proof.
-pub struct MsmResults {
-    pub h: G1Projective,
-    pub l: G1Projective,
-    pub a: G1Projective,
-    pub b_g1: G1Projective,
-    pub b_g2: G2Projective,
-}
-
 impl GpuBackend {
-    pub fn new(dev: GpuDevice, b2: B2Placement) -> Self {
-        GpuBackend { dev, b2, resident: Mutex::new(None), prefetched: Mutex::new(None) }
+    pub fn new(dev: GpuDevice) -> Self {
+        GpuBackend { dev, resident: Mutex::new(None), prefetched: Mutex::new(None) }
     }
 
     pub fn device(&self) -> &GpuDevice {
@@ -108,10 +88,7 @@ impl GpuBackend {
             l: DeviceBases::upload(dev, &srs.l)?,
             a: DeviceBases::upload(dev, &srs.a)?,
             b_g1: DeviceBases::upload(dev, &srs.b_g1)?,
-            b_g2: match self.b2 {
-                B2Placement::Gpu => Some(DeviceBases::upload(dev, &srs.b_g2)?),
-                B2Placement::Cpu => None,
-            },
+            b_g2: DeviceBases::upload(dev, &srs.b_g2)?,
         })
     }
 
@@ -137,34 +114,24 @@ impl GpuBackend {
         }
         let res = slot.as_ref().ok_or_else(|| BackendError::Other("srs upload left no bases".into()))?;
 
-        // B's scalars are needed on the host only for a B_G2 MSM on the CPU; the device picks
-        // A's and B's from the aux it uploads for L.
-        let b_host = res.b_g2.is_none().then(|| dense_scalars(&w.input, Some(&w.b_input_density), &w.aux, &w.b_aux_density));
+        // The device picks A's and B's scalars from the aux it uploads for L.
         let a_select = Selection { inputs: Cow::Borrowed(&w.input), aux: &w.a_aux_density };
         let b_inputs = kept_inputs(&w.input, Some(&w.b_input_density)).copied().collect();
         let b_select = Selection { inputs: Cow::Owned(b_inputs), aux: &w.b_aux_density };
-        let bases = StageBases { h: &res.h, l: &res.l, a: &res.a, b_g1: &res.b_g1, b_g2: res.b_g2.as_ref() };
+        let bases = StageBases { h: &res.h, l: &res.l, a: &res.a, b_g1: &res.b_g1, b_g2: Some(&res.b_g2) };
         // only a witness of the same shape: the next proof of the same circuit, as a rule
         let next_ab = next.filter(|n| n.a.len() == w.a.len()).map(|n| (n.a.as_slice(), n.b.as_slice()));
         let input = StageInput { a: &w.a, b: &w.b, aux: &w.aux, a_select, b_select, next: next_ab };
         let ab_bytes = (w.a.len() + w.b.len()) as u64 * 32;
-        let (gpu, b2_cpu) = std::thread::scope(|scope| {
-            let cpu = b_host.as_ref().map(|b| scope.spawn(|| cpu_msm_g2(&srs.b_g2, b)));
-            let gpu = stage::run(dev, &bases, &input, prefetched, &mut || release(ab_bytes));
-            (gpu, cpu.map(|t| t.join()))
-        });
-        let mut out = gpu.map_err(|e| self.device_error(e))?;
+        let mut out =
+            stage::run(dev, &bases, &input, prefetched, &mut || release(ab_bytes)).map_err(|e| self.device_error(e))?;
         if let (Some(n), Some(up)) = (next, out.next.take()) {
             *self.prefetched.lock().unwrap_or_else(|p| p.into_inner()) = Some((WitnessKey::of(n), up));
         }
-        let b_g2 = match (out.b_g2, b2_cpu) {
-            (Some(p), _) => p,
-            (None, Some(Ok(p))) => p,
-            _ => return Err(BackendError::Other("b_g2 msm on the cpu panicked".into())),
-        };
+        let b_g2 = out.b_g2.ok_or_else(|| BackendError::Other("the device stage returned no B_G2 sum".into()))?;
         let ms = |v: &[f32]| Duration::from_secs_f64(v.iter().map(|&t| t as f64).sum::<f64>() / 1e3);
         release((w.input.len() + w.aux.len()) as u64 * 32);
-        let msms = MsmResults { h: out.h, l: out.l, a: out.a, b_g1: out.b_g1, b_g2 };
+        let msms = MsmSums { h: out.h, l: out.l, a: out.a, b_g1: out.b_g1, b_g2 };
         let proof = assemble(&srs.vk, &msms, Fr::random(OsRng), Fr::random(OsRng))?;
         Ok((proof, ProveTimings { ntt: ms(&out.steps[..1]), msm: ms(&out.steps[1..]), total: start.elapsed() }))
     }
@@ -201,53 +168,7 @@ impl ProvingBackend for GpuBackend {
     }
 }
 
-/// The witness must have exactly as many values as the parameters have bases.
-fn check_shape(w: &Witness, srs: &Srs) -> Result<(), BackendError> {
-    let shape = |what: &str, got: usize, want: usize| {
-        if got == want {
-            Ok(())
-        } else {
-            Err(BackendError::Shape(format!("{what}: witness gives {got}, parameters have {want}")))
-        }
-    };
-    let m = w.a.len().max(1).next_power_of_two();
-    shape("a, b lengths", w.b.len(), w.a.len())?;
-    shape("h bases (domain - 1)", m - 1, srs.h.len())?;
-    shape("l bases (aux)", w.aux.len(), srs.l.len())?;
-    shape("a density over aux", w.a_aux_density.len(), w.aux.len())?;
-    shape("b density over inputs", w.b_input_density.len(), w.input.len())?;
-    shape("b density over aux", w.b_aux_density.len(), w.aux.len())?;
-    shape("a bases", w.input.len() + w.a_aux_density.count_ones(), srs.a.len())?;
-    let b = w.b_input_density.count_ones() + w.b_aux_density.count_ones();
-    shape("b_g1 bases", b, srs.b_g1.len())?;
-    shape("b_g2 bases", b, srs.b_g2.len())
-}
-
-/// Scalars paired with a query's bases: inputs (all, or where `input_density` is set), then aux
-/// where `aux_density` is set. The parameters omit the bases of unset variables.
-fn dense_scalars(input: &[Fr], input_density: Option<&Density>, aux: &[Fr], aux_density: &Density) -> Vec<Fr> {
-    let auxes = aux.iter().enumerate().filter(|(i, _)| aux_density.get(*i)).map(|(_, s)| s);
-    kept_inputs(input, input_density).chain(auxes).copied().collect()
-}
-
 /// The inputs a query keeps: all, or those whose bit is set in `density`.
 fn kept_inputs<'a>(input: &'a [Fr], density: Option<&'a Density>) -> impl Iterator<Item = &'a Fr> + 'a {
     input.iter().enumerate().filter(move |(i, _)| density.is_none_or(|d| d.get(*i))).map(|(_, x)| x)
-}
-
-fn cpu_msm_g2(bases: &[G2Affine], scalars: &[Fr]) -> G2Projective {
-    let points: Vec<G2Projective> = bases.iter().map(G2Projective::from).collect();
-    G2Projective::multi_exp(&points, scalars)
-}
-
-/// bellperson's assembly: A = α + Σa + r·δ₁, B = β₂ + Σb₂ + s·δ₂,
-/// C = s·Σa + r·Σb₁ + r·s·δ₁ + s·α + r·β₁ + H + L.
-pub fn assemble(vk: &VerifyingKey<Bls12>, m: &MsmResults, r: Fr, s: Fr) -> Result<Proof<Bls12>, BackendError> {
-    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
-        return Err(BackendError::Shape("delta is the identity (subverted parameters)".into()));
-    }
-    let a = vk.delta_g1 * r + vk.alpha_g1 + m.a;
-    let b = vk.delta_g2 * s + vk.beta_g2 + m.b_g2;
-    let c = m.a * s + m.b_g1 * r + vk.delta_g1 * (r * s) + vk.alpha_g1 * s + vk.beta_g1 * r + m.h + m.l;
-    Ok(Proof { a: a.to_affine(), b: b.to_affine(), c: c.to_affine() })
 }

@@ -17,7 +17,7 @@ mod selftest;
 mod stage;
 mod types;
 
-pub use backend::{assemble, B2Placement, GpuBackend, MsmResults};
+pub use backend::GpuBackend;
 pub use device::{Gpu, GpuDevice, GpuError};
 pub use msm::{msm, window_bits, Curve, DeviceBases, G1, G2};
 pub use ntt::{h_poly, ntt, Domain, NttKind};

@@ -239,10 +239,7 @@ impl Domain {
             return Err(dev.err("ntt", format!("domain 2^{log_n} exceeds 2^{MAX_LOG_N}")));
         }
         let m = 1u64 << log_n;
-        let mut omega = Fr::ROOT_OF_UNITY;
-        for _ in log_n..Fr::S {
-            omega = omega.square();
-        }
+        let omega = crate::groth16::ntt::omega(log_n);
         // ω, g, m and g^m − 1 are nonzero, so the inversions below cannot fail.
         let omega_inv = omega.invert().unwrap();
         let g = Fr::MULTIPLICATIVE_GENERATOR;
@@ -540,7 +537,7 @@ mod tests {
     //! The pass schedule and ntt_pass's indexing, run on the CPU: a line-by-line port of the
     //! kernel, checked against the CPU prover's domain (itself checked against bellperson).
     use super::*;
-    use crate::groth16::ntt::Domain as CpuDomain;
+    use crate::groth16::ntt::{omega, Domain as CpuDomain};
     use rand::{rngs::StdRng, SeedableRng};
 
     fn brev(i: u64, log_n: u32) -> u64 {
@@ -621,10 +618,6 @@ mod tests {
                 out[if flags & SCATTER != 0 { brev(p, log_n) } else { p } as usize] = v;
             }
         }
-    }
-
-    fn omega(log_n: u32) -> Fr {
-        (log_n..Fr::S).fold(Fr::ROOT_OF_UNITY, |w, _| w.square())
     }
 
     /// The launches of `passes` on the CPU.

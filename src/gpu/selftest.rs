@@ -6,7 +6,7 @@
 //! Benchmarks report medians of warm runs timed with device events.
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
-use ff::{Field, PrimeField};
+use ff::Field;
 use group::{Curve as _, Group};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -19,6 +19,8 @@ use super::msm::{msm, msm_at_width, msm_device, window_bits, DeviceBases, G1, G2
 use super::types::{AsDevice, DevFr, DevG1Xyzz};
 use super::ntt::{h_poly, ntt, Domain, NttKind, Values};
 use super::stage::{self, Selection, StageBases, StageInput, STEPS};
+use crate::groth16::ntt::{omega, Domain as CpuDomain};
+use crate::groth16::prover::compute_h;
 use crate::groth16::Density;
 use std::borrow::Cow;
 
@@ -111,88 +113,16 @@ fn g2_affine(p: &[G2Projective]) -> Vec<G2Affine> {
     out
 }
 
-/// Reference radix-2 NTT (natural order), the same map as bellperson's `EvaluationDomain::fft`.
-fn cpu_ntt(v: &mut [Fr], omega: Fr) {
-    let n = v.len();
-    let log_n = n.trailing_zeros();
-    for i in 0..n {
-        let j = i.reverse_bits() >> (usize::BITS - log_n.max(1)) & if log_n == 0 { 0 } else { usize::MAX };
-        if i < j {
-            v.swap(i, j);
-        }
-    }
-    let mut h = 1;
-    while h < n {
-        let w_step = omega.pow_vartime([(n / (2 * h)) as u64]);
-        for start in (0..n).step_by(2 * h) {
-            let mut w = Fr::ONE;
-            for j in 0..h {
-                let u = v[start + j];
-                let t = v[start + j + h] * w;
-                v[start + j] = u + t;
-                v[start + j + h] = u - t;
-                w *= w_step;
-            }
-        }
-        h *= 2;
-    }
-}
-
-fn omega(log_n: u32) -> Fr {
-    let mut w = Fr::ROOT_OF_UNITY;
-    for _ in log_n..Fr::S {
-        w = w.square();
-    }
-    w
-}
-
+/// The CPU reference of each transform: groth16's NTT, which its own tests check against the
+/// DFT definition and bellperson's `EvaluationDomain`.
 fn cpu_ntt_kind(v: &mut [Fr], kind: NttKind) {
-    let log_n = v.len().trailing_zeros();
-    let g = Fr::MULTIPLICATIVE_GENERATOR;
-    let distribute = |v: &mut [Fr], g: Fr| {
-        let mut p = Fr::ONE;
-        for x in v.iter_mut() {
-            *x *= p;
-            p *= g;
-        }
-    };
-    let inverse = |v: &mut [Fr]| {
-        cpu_ntt(v, omega(log_n).invert().unwrap());
-        let m_inv = Fr::from(v.len() as u64).invert().unwrap();
-        v.iter_mut().for_each(|x| *x *= m_inv);
-    };
+    let d = CpuDomain::new(v.len().trailing_zeros());
     match kind {
-        NttKind::Forward => cpu_ntt(v, omega(log_n)),
-        NttKind::Inverse => inverse(v),
-        NttKind::CosetForward => {
-            distribute(v, g);
-            cpu_ntt(v, omega(log_n));
-        }
-        NttKind::CosetInverse => {
-            inverse(v);
-            distribute(v, g.invert().unwrap());
-        }
+        NttKind::Forward => d.fft(v),
+        NttKind::Inverse => d.ifft(v),
+        NttKind::CosetForward => d.coset_fft(v),
+        NttKind::CosetInverse => d.icoset_fft(v),
     }
-}
-
-/// bellperson's `execute_fft`, on the CPU.
-fn cpu_h(a: &[Fr], b: &[Fr], c: &[Fr]) -> Vec<Fr> {
-    let m = a.len().max(1).next_power_of_two();
-    let pad = |v: &[Fr]| {
-        let mut v = v.to_vec();
-        v.resize(m, Fr::ZERO);
-        cpu_ntt_kind(&mut v, NttKind::Inverse);
-        cpu_ntt_kind(&mut v, NttKind::CosetForward);
-        v
-    };
-    let (mut a, b, c) = (pad(a), pad(b), pad(c));
-    let z_inv = (Fr::MULTIPLICATIVE_GENERATOR.pow_vartime([m as u64]) - Fr::ONE).invert().unwrap();
-    for i in 0..m {
-        a[i] = (a[i] * b[i] - c[i]) * z_inv;
-    }
-    cpu_ntt_kind(&mut a, NttKind::CosetInverse);
-    a.truncate(m - 1);
-    a
 }
 
 /// Runs every kernel against its CPU reference on `dev`.
@@ -208,7 +138,7 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
     let dft: Vec<Fr> =
         (0..16u64).map(|i| v.iter().enumerate().fold(Fr::ZERO, |acc, (j, x)| acc + *x * w.pow_vartime([i * j as u64]))).collect();
     let mut r = v.clone();
-    cpu_ntt(&mut r, w);
+    cpu_ntt_kind(&mut r, NttKind::Forward);
     check("cpu reference ntt = dft (n=16)".into(), r == dft, String::new());
 
     for log_n in [0u32, 1, 5, 10, 11, 13, 20] {
@@ -227,14 +157,14 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
         let a = random_scalars(&mut rng, n, Distribution::Random);
         let b = random_scalars(&mut rng, n, Distribution::Random);
         let c: Vec<Fr> = a.iter().zip(&b).map(|(x, y)| *x * *y).collect(); // a satisfied R1CS
-        let want = cpu_h(&a, &b, &c);
+        let want = compute_h(a.clone(), b.clone(), c.clone()).expect("domain fits");
         let got = h_poly(dev, &a, &b, Some(&c))?;
         check(format!("h {n} constraints"), got == want, format!("{} coefficients", want.len()));
         let got = h_poly(dev, &a, &b, None)?;
         check(format!("h {n} constraints, c = a∘b on the device"), got == want, String::new());
         let c_rand = random_scalars(&mut rng, n, Distribution::Random); // and an unsatisfied one
         let got = h_poly(dev, &a, &b, Some(&c_rand))?;
-        check(format!("h {n} constraints, random c"), got == cpu_h(&a, &b, &c_rand), String::new());
+        check(format!("h {n} constraints, random c"), got == compute_h(a.clone(), b.clone(), c_rand.clone()).expect("domain fits"), String::new());
     }
 
     // A's and B's scalars, picked on the device from the aux by density bits, against the host's

@@ -57,13 +57,9 @@ impl Domain {
     /// The domain of size 2^log_n; log_n must be below Fr::S.
     pub fn new(log_n: u32) -> Domain {
         assert!(log_n < Fr::S, "radix-2 domain 2^{log_n} does not exist in Fr");
-        let mut omega = Fr::ROOT_OF_UNITY;
-        for _ in log_n..Fr::S {
-            omega = omega.square();
-        }
         let half = (1usize << log_n) / 2;
         let mut twiddles = vec![Fr::ZERO; half];
-        powers_into(&mut twiddles, omega, Fr::ONE);
+        powers_into(&mut twiddles, omega(log_n), Fr::ONE);
         let n_inv = Fr::from(1u64 << log_n).invert().unwrap();
         Domain { log_n, twiddles, n_inv }
     }
@@ -213,6 +209,12 @@ impl Twiddles<'_> {
 }
 
 /// Writes `start · g^i` into `out[i]`, in parallel.
+/// ω, the primitive 2^log_n-th root of unity every NTT here and on the device uses: Fr's 2^S-th
+/// root squared down, as bellperson's `EvaluationDomain` derives it.
+pub fn omega(log_n: u32) -> Fr {
+    (log_n..Fr::S).fold(Fr::ROOT_OF_UNITY, |w, _| w.square())
+}
+
 fn powers_into(out: &mut [Fr], g: Fr, start: Fr) {
     out.par_chunks_mut(PAR_MIN).enumerate().for_each(|(c, chunk)| {
         let mut x = start * g.pow_vartime([(c * PAR_MIN) as u64]);
@@ -292,14 +294,6 @@ mod tests {
                 coeffs.iter().rev().fold(Fr::ZERO, |acc, c| acc * x + c)
             })
             .collect()
-    }
-
-    fn omega(log_n: u32) -> Fr {
-        let mut w = Fr::ROOT_OF_UNITY;
-        for _ in log_n..Fr::S {
-            w = w.square();
-        }
-        w
     }
 
     #[test]

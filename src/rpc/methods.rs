@@ -137,8 +137,8 @@ async fn prepare(request: Option<&Value>) -> Result<(Box<dyn crate::proofs::Stat
 
 async fn await_result(state: &State, id: &JobId, timeout: Option<Duration>) -> RpcResult {
     match state.engine.await_job(id, timeout).await.map_err(to_rpc)? {
-        AwaitOutcome::Done { info, proof } => json(ProofResult::done(&info, proof)),
-        AwaitOutcome::Pending(info) => json(ProofResult::pending(&info)),
+        AwaitOutcome::Done { info, proof } => json(ProofResult::done(info, proof)),
+        AwaitOutcome::Pending(info) => json(ProofResult::pending(info)),
     }
 }
 

@@ -1,48 +1,28 @@
 //! Wire types of the `Snark` namespace that are not engine snapshots: results of Await/Prove,
-//! Version and Reload, and the base64 `[]byte` encoding go-jsonrpc uses.
+//! Version and Reload. Bytes travel as [`Base64Bytes`], the one base64 `[]byte` type shared with
+//! the requests.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::engine::JobInfo;
-
-/// Bytes as go-jsonrpc sends `[]byte`: standard base64 with padding.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Base64(pub Vec<u8>);
-
-impl Serialize for Base64 {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use base64::Engine;
-        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(&self.0))
-    }
-}
-
-impl<'de> Deserialize<'de> for Base64 {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use base64::Engine;
-        let s = String::deserialize(d)?;
-        base64::engine::general_purpose::STANDARD
-            .decode(s.as_bytes())
-            .map(Base64)
-            .map_err(|e| serde::de::Error::custom(format!("not standard base64: {e}")))
-    }
-}
+use crate::proofs::Base64Bytes;
 
 /// The result of `Snark.Await` and `Snark.Prove`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ProofResult {
     /// "done" with a proof, or "pending" when the wait timed out.
-    pub state: String,
-    pub job: serde_json::Value,
+    pub state: &'static str,
+    pub job: JobInfo,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub proof: Option<Base64>,
+    pub proof: Option<Base64Bytes>,
 }
 
 impl ProofResult {
-    pub fn done(info: &JobInfo, proof: Vec<u8>) -> Self {
-        ProofResult { state: "done".into(), job: serde_json::to_value(info).unwrap_or_default(), proof: Some(Base64(proof)) }
+    pub fn done(job: JobInfo, proof: Vec<u8>) -> Self {
+        ProofResult { state: "done", job, proof: Some(Base64Bytes(proof)) }
     }
-    pub fn pending(info: &JobInfo) -> Self {
-        ProofResult { state: "pending".into(), job: serde_json::to_value(info).unwrap_or_default(), proof: None }
+    pub fn pending(job: JobInfo) -> Self {
+        ProofResult { state: "pending", job, proof: None }
     }
 }
 

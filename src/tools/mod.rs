@@ -191,7 +191,7 @@ pub fn bench_against_api(manifest: &Manifest, kind: ProofKind, runs: usize) -> a
         vec![("snarkd cpu".into(), Box::new(crate::groth16::CpuBackend::new()))];
     if crate::gpu::BUILT_IN {
         for dev in crate::gpu::Gpu::enumerate(None).unwrap_or_default() {
-            backends.push((format!("snarkd {}", dev.label()), Box::new(crate::gpu::GpuBackend::new(dev, crate::gpu::B2Placement::Gpu))));
+            backends.push((format!("snarkd {}", dev.label()), Box::new(crate::gpu::GpuBackend::new(dev))));
         }
     }
     let verifier = crate::engine::assembly::groth16_verifier();
