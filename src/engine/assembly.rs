@@ -12,7 +12,7 @@ use super::metrics::Metrics;
 use super::pipeline::{fail_job, log_stage};
 use super::Verifier;
 use crate::error::{ErrorCode, SnarkError};
-use crate::groth16::verify::PROOF_BYTES;
+use crate::groth16::verify::proofs_to_bytes;
 use crate::groth16::Proof;
 use crate::srs::Srs;
 
@@ -58,12 +58,7 @@ pub(crate) fn finish(job: &Arc<Job>, srs: &Srs, verify: bool, verifier: &Verifie
             Err(e) => return fail_job(job, e, metrics),
         }
     }
-    let mut bytes = Vec::with_capacity(PROOF_BYTES * proofs.len());
-    for proof in &proofs {
-        if let Err(e) = proof.write(&mut bytes) {
-            return fail_job(job, SnarkError::internal(format!("cannot serialize proof: {e}")), metrics);
-        }
-    }
+    let bytes = proofs_to_bytes(&proofs);
     let mut p = job.progress.lock().unwrap();
     if p.state.is_terminal() {
         return;

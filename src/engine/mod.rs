@@ -194,10 +194,6 @@ impl Engine {
         engine
     }
 
-    pub fn sizing(&self) -> &Sizing {
-        &self.sizing
-    }
-
     /// Applies the live part of a reload.
     pub fn apply_settings(&self, settings: EngineSettings, budget: Option<Bytes>) {
         *self.settings.write().unwrap() = settings;

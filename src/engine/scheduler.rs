@@ -103,10 +103,6 @@ impl<T> PriorityQueue<T> {
         self.items.keys().next().is_some_and(|k| *k < place.0)
     }
 
-    pub fn peek_priority(&self) -> Option<Priority> {
-        self.items.keys().next().map(|(p, _)| *p)
-    }
-
     /// Drops every item for which `keep` is false, returning them.
     pub fn extract(&mut self, keep: impl Fn(&T) -> bool) -> Vec<T> {
         let drop: Vec<_> = self.items.iter().filter(|(_, t)| !keep(t)).map(|(k, _)| *k).collect();
