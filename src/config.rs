@@ -694,6 +694,21 @@ mod tests {
         assert_eq!(applied.log.level, "debug");
     }
 
+    #[test]
+    fn the_grpc_socket_sits_beside_the_json_rpc_one_and_needs_a_restart() {
+        let c = from_toml("[socket]\npath = \"/srv/s/snarkd.sock\"\n").unwrap();
+        assert_eq!(c.socket.grpc_socket(), Some(PathBuf::from("/srv/s/cuzk.sock")));
+        let c = from_toml("[socket]\ngrpc_path = \"/srv/grpc.sock\"\n").unwrap();
+        assert_eq!(c.socket.grpc_socket(), Some(PathBuf::from("/srv/grpc.sock")));
+        assert_eq!(from_toml("[socket]\ngrpc = false\n").unwrap().socket.grpc_socket(), None);
+        let err = from_toml("[socket]\ngrpc_path = \"cuzk.sock\"\n").unwrap_err().0;
+        assert!(err.contains("socket.grpc_path") && err.contains("absolute"), "{err}");
+        let err = from_toml("[socket]\ngrpc_path = \"/run/snarkd/snarkd.sock\"\n").unwrap_err().0;
+        assert!(err.contains("socket.grpc_path") && err.contains("own path"), "{err}");
+        let d = Config::default().diff(&c);
+        assert_eq!(d.restart, vec!["socket.grpc_path".to_string()]);
+    }
+
     /// Reload reports a key as applied only when a running daemon really changes it: the
     /// synthesis pool is sized once, while the drain timeout is read when the drain starts.
     #[test]

@@ -10,8 +10,7 @@ pub mod server;
 mod service;
 
 pub use cid::{encode as commitment_cid, Commitment};
-pub use convert::code as grpc_code;
-pub use server::{serve, GrpcServer};
+pub use server::serve;
 
 /// The messages and the client and server stubs generated from the proto file by `build.rs`.
 pub mod pb {
