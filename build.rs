@@ -1,4 +1,8 @@
-//! Compiles `cuda/` into one fatbin that the library embeds, when an nvcc can be found.
+//! Compiles `cuda/` into one fatbin that the library embeds, when an nvcc can be found, and
+//! `proto/` into the gRPC messages, server and client (`src/grpc/`).
+//!
+//! The proto files are parsed by protox, a protobuf compiler in Rust, so a fresh machine needs no
+//! system `protoc`.
 //!
 //! nvcc is looked up in `NVCC`, `$CUDA_HOME/bin`, `PATH`, then the pinned PyPI venv `.venv-cuda/`
 //! that `cuda/install-nvcc.sh` creates. Without one the build still succeeds: it warns, and the
@@ -15,6 +19,9 @@ use std::process::Command;
 const DEFAULT_ARCHS: &[&str] = &["80", "86", "89", "90"];
 /// The virtual architecture everything is compiled through.
 const PTX_ARCH: &str = "80";
+/// The cuzk protocol Curio speaks, relative to `PROTO_ROOT`.
+const PROTO_FILE: &str = "cuzk/v1/proving.proto";
+const PROTO_ROOT: &str = "proto";
 /// The translation unit that includes every kernel.
 const CUDA_MAIN: &str = "cuda/snarkd.cu";
 /// The venv `cuda/install-nvcc.sh` creates, relative to the crate root; nvcc lies under
@@ -23,6 +30,7 @@ const VENV: &str = ".venv-cuda";
 const VENV_NVCC: &str = "site-packages/nvidia/cu13/bin/nvcc";
 
 fn main() {
+    compile_proto();
     println!("cargo:rerun-if-changed=cuda");
     println!("cargo:rerun-if-changed=build.rs");
     for var in ["NVCC", "CUDA_HOME", "PATH", "SNARKD_CUDA_ARCHS"] {
@@ -45,6 +53,16 @@ fn main() {
         }
     };
     fs::write(&generated, text).expect("write cuda_kernels.rs");
+}
+
+fn compile_proto() {
+    println!("cargo:rerun-if-changed={PROTO_ROOT}");
+    let descriptors = protox::compile([PROTO_FILE], [PROTO_ROOT]).unwrap_or_else(|e| panic!("{PROTO_ROOT}/{PROTO_FILE}: {e}"));
+    tonic_prost_build::configure()
+        .build_server(true)
+        .build_client(true)
+        .compile_fds(descriptors)
+        .unwrap_or_else(|e| panic!("generating gRPC code from {PROTO_ROOT}/{PROTO_FILE}: {e}"));
 }
 
 fn find_nvcc() -> Result<PathBuf, String> {

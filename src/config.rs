@@ -21,6 +21,8 @@ use crate::units::Bytes;
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/snarkd/snarkd.toml";
 /// The socket path when neither the config nor a flag names one.
 pub const DEFAULT_SOCKET_PATH: &str = "/run/snarkd/snarkd.sock";
+/// The gRPC socket's file name, beside `socket.path` unless `socket.grpc_path` says otherwise.
+pub const DEFAULT_GRPC_SOCKET_NAME: &str = "cuzk.sock";
 /// The parameter directory when neither the config nor `FIL_PROOFS_PARAMETER_CACHE` names one.
 pub const DEFAULT_PARAMS_DIR: &str = "/var/tmp/filecoin-proof-parameters";
 /// The environment prefix; keys are `SNARKD_<SECTION>__<KEY>`, e.g. `SNARKD_PARAMS__DIR`.
@@ -62,6 +64,20 @@ pub struct SocketConfig {
     /// idle this long between requests is closed.
     #[serde(with = "duration_text")]
     pub request_timeout: Duration,
+    /// Also serve Curio's cuzk gRPC protocol, on its own socket.
+    pub grpc: bool,
+    /// Path of the gRPC socket; unset puts `cuzk.sock` beside `path`.
+    pub grpc_path: Option<PathBuf>,
+}
+
+impl SocketConfig {
+    /// Where the gRPC socket goes, or None when `socket.grpc` is off.
+    pub fn grpc_socket(&self) -> Option<PathBuf> {
+        if !self.grpc {
+            return None;
+        }
+        Some(self.grpc_path.clone().unwrap_or_else(|| self.path.with_file_name(DEFAULT_GRPC_SOCKET_NAME)))
+    }
 }
 
 /// Who may talk to the socket, checked on every connection by SO_PEERCRED.
@@ -212,6 +228,8 @@ impl Default for SocketConfig {
             max_response_bytes: Bytes(16 * Bytes::MIB),
             max_connections: 64,
             request_timeout: Duration::from_secs(30),
+            grpc: true,
+            grpc_path: None,
         }
     }
 }
@@ -488,6 +506,14 @@ impl Config {
         if !self.socket.path.is_absolute() {
             errors.push(format!("key `socket.path`: {} is not an absolute path", self.socket.path.display()));
         }
+        if let Some(grpc) = &self.socket.grpc_path {
+            if !grpc.is_absolute() {
+                errors.push(format!("key `socket.grpc_path`: {} is not an absolute path", grpc.display()));
+            }
+        }
+        if self.socket.grpc_socket().as_ref() == Some(&self.socket.path) {
+            errors.push(format!("key `socket.grpc_path`: {} is socket.path too; give the gRPC socket its own path", self.socket.path.display()));
+        }
         if self.socket.max_connections == 0 {
             errors.push("key `socket.max_connections`: must be at least 1".to_string());
         }
@@ -666,6 +692,21 @@ mod tests {
         let applied = old.with_restart_keys_of(&new);
         assert_eq!(applied.socket.mode, FileMode(0o660));
         assert_eq!(applied.log.level, "debug");
+    }
+
+    #[test]
+    fn the_grpc_socket_sits_beside_the_json_rpc_one_and_needs_a_restart() {
+        let c = from_toml("[socket]\npath = \"/srv/s/snarkd.sock\"\n").unwrap();
+        assert_eq!(c.socket.grpc_socket(), Some(PathBuf::from("/srv/s/cuzk.sock")));
+        let c = from_toml("[socket]\ngrpc_path = \"/srv/grpc.sock\"\n").unwrap();
+        assert_eq!(c.socket.grpc_socket(), Some(PathBuf::from("/srv/grpc.sock")));
+        assert_eq!(from_toml("[socket]\ngrpc = false\n").unwrap().socket.grpc_socket(), None);
+        let err = from_toml("[socket]\ngrpc_path = \"cuzk.sock\"\n").unwrap_err().0;
+        assert!(err.contains("socket.grpc_path") && err.contains("absolute"), "{err}");
+        let err = from_toml("[socket]\ngrpc_path = \"/run/snarkd/snarkd.sock\"\n").unwrap_err().0;
+        assert!(err.contains("socket.grpc_path") && err.contains("own path"), "{err}");
+        let d = Config::default().diff(&c);
+        assert_eq!(d.restart, vec!["socket.grpc_path".to_string()]);
     }
 
     /// Reload reports a key as applied only when a running daemon really changes it: the

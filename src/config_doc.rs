@@ -33,7 +33,7 @@ pub enum Format {
 }
 
 pub const SECTIONS: &[Section] = &[
-    Section { name: "socket", doc: "The Unix socket the daemon serves JSON-RPC on (HTTP and WebSocket on the same socket)." },
+    Section { name: "socket", doc: "The Unix socket the daemon serves JSON-RPC on (HTTP and WebSocket on the same socket), and the one it serves Curio's cuzk gRPC protocol on. Both get the same mode, group and allow-list." },
     Section { name: "access", doc: "Who may call, checked on every connection by the peer's credentials (SO_PEERCRED). Root, the daemon's own uid and members of the socket's group are always allowed." },
     Section { name: "params", doc: "Where the Groth16 parameter files (the SRS) live and how they are loaded." },
     Section { name: "proving", doc: "What happens around each proof." },
@@ -51,8 +51,10 @@ pub const KEYS: &[Key] = &[
     Key { key: "socket.group", format: Format::Plain, doc: "Group that owns the socket, by name or number; empty keeps the daemon's group (snarkd under the packaged unit). Members of this group may connect and call." },
     Key { key: "socket.max_request_bytes", format: Format::Size, doc: "Largest request body accepted. A 32 GiB PoRep C1 output is about 50 MB, more once base64-encoded; larger requests get a JSON-RPC error." },
     Key { key: "socket.max_response_bytes", format: Format::Size, doc: "Largest response body sent." },
-    Key { key: "socket.max_connections", format: Format::Plain, doc: "Concurrent connections; further connections get a JSON-RPC error instead of an HTTP failure." },
+    Key { key: "socket.max_connections", format: Format::Plain, doc: "Concurrent connections; further connections get a JSON-RPC error instead of an HTTP failure. The gRPC socket has its own count of the same size and closes connections beyond it." },
     Key { key: "socket.request_timeout", format: Format::Plain, doc: "A request's headers, and then its body, must each arrive within this time, and a connection idle this long between requests is closed; a stalled (slow-loris) client never reaches the engine." },
+    Key { key: "socket.grpc", format: Format::Plain, doc: "Also serve Curio's cuzk gRPC protocol (ProvingEngine: Prove, SubmitProof, AwaitProof, GetStatus, ...) on socket.grpc_path, so Curio's [Cuzk] Address = \"unix:///run/snarkd/cuzk.sock\" reaches this daemon. Messages up to 256 MiB are accepted either way. false serves JSON-RPC only." },
+    Key { key: "socket.grpc_path", format: Format::Unset { example: "\"/run/snarkd/cuzk.sock\"" }, doc: "Path of the gRPC socket. Unset (the default) puts cuzk.sock in the directory of socket.path, /run/snarkd/cuzk.sock under the packaged unit. The daemon binds it itself, also when systemd passes the JSON-RPC socket." },
     Key { key: "access.allow_uids", format: Format::Plain, doc: "Peer uids allowed to call, e.g. the uid Curio or Lotus runs as. Root and the daemon's own uid are always allowed." },
     Key { key: "access.allow_gids", format: Format::Plain, doc: "Peer gids allowed to call (primary or supplementary). The socket's group is always allowed." },
     Key { key: "params.dir", format: Format::Plain, doc: "Directory of the v28-*.params and .vk files. The built-in default is $FIL_PROOFS_PARAMETER_CACHE when that is set, else /var/tmp/filecoin-proof-parameters, which the packaged unit binds read-only into its private /var/tmp. Another directory is readable under the unit's ProtectSystem=strict as long as it is not under /home or /tmp." },

@@ -1,7 +1,7 @@
 //! The daemon's lifecycle, in the order systemd sees it: detect limits, start backends and the
-//! engine, bind the socket, preload parameters, `READY=1`; then serve, reload on SIGHUP or
-//! `Snark.Reload`, and on SIGTERM/SIGINT drain, fail what remains, drop every backend (which
-//! destroys device contexts), remove the socket and exit 0.
+//! engine, bind the sockets (JSON-RPC, and gRPC for Curio), preload parameters, `READY=1`; then
+//! serve, reload on SIGHUP or `Snark.Reload`, and on SIGTERM/SIGINT drain, fail what remains, drop
+//! every backend (which destroys device contexts), remove the sockets and exit 0.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::config::{Config, ConfigSource};
+use crate::config::{Config, ConfigSource, SocketConfig};
 use crate::engine::budget::witness_budget;
 use crate::engine::{Engine, EngineSettings, Sizing, Verifier};
 use crate::groth16::ProvingBackend;
@@ -71,6 +71,16 @@ pub async fn run(
         }
         None => server::bind(&config.socket)?,
     };
+    // The gRPC socket is always the daemon's own (snarkd.socket passes only the JSON-RPC one),
+    // with the same mode and group.
+    let grpc_listener = match config.socket.grpc_socket() {
+        Some(path) => {
+            let (listener, _) = server::bind(&SocketConfig { path: path.clone(), ..config.socket.clone() })
+                .map_err(|e| DaemonError::Startup(format!("socket.grpc_path: {e}")))?;
+            Some((listener, path))
+        }
+        None => None,
+    };
 
     let (budget_bytes, budget_source) = witness_budget(config.memory.limit, &memory, 0, config.memory.reserve);
     let sizing = Sizing::derive(budget_bytes, budget_source, config.memory.synthesis_parallelism);
@@ -115,6 +125,10 @@ pub async fn run(
         // snarkd.socket owns the file and keeps listening across restarts.
         rpc = rpc.keep_socket_file();
     }
+    let grpc = grpc_listener.map(|(listener, path)| {
+        tracing::info!("serving Curio's cuzk gRPC protocol on {}", path.display());
+        crate::grpc::serve(listener, path, state.clone())
+    });
 
     // A stop request during a long preload ends startup there (nothing is in flight yet).
     let mut stopped_early = false;
@@ -147,7 +161,13 @@ pub async fn run(
     drain(&state).await;
     // Clients waiting on Await got their answers when the drain ended every job; a connection
     // gets as long to take its reply as it had to send its request.
-    rpc.stop(config.socket.request_timeout).await;
+    let grace = config.socket.request_timeout;
+    match grpc {
+        Some(grpc) => {
+            tokio::join!(rpc.stop(grace), grpc.stop(grace));
+        }
+        None => rpc.stop(grace).await,
+    }
     let engine2 = engine.clone();
     tokio::task::spawn_blocking(move || engine2.shutdown()).await.ok();
     drop(state);

@@ -2,7 +2,7 @@
 //!
 //! The library holds everything; the two binaries (`snarkd`, `snarkctl`) are thin shells over it so
 //! that integration tests can start the daemon in-process or as the real binary. Data flows one way:
-//! `rpc` → `engine` → `groth16` synthesis → a proving backend (`groth16::cpu` or `gpu`) → assembly →
+//! `rpc` (JSON-RPC) or `grpc` (Curio's cuzk protocol) → `engine` → `groth16` synthesis → a proving backend (`groth16::cpu` or `gpu`) → assembly →
 //! verification → reply.
 
 pub mod backends;
@@ -15,6 +15,7 @@ pub mod engine;
 pub mod error;
 pub mod gpu;
 pub mod groth16;
+pub mod grpc;
 pub mod man;
 pub mod proofs;
 pub mod rpc;

@@ -10,7 +10,7 @@ use clap_mangen::roff::{bold, italic, roman, Inline, Roff};
 use clap_mangen::Man;
 
 use crate::cli::{exit, SnarkctlCli, SnarkdCli};
-use crate::config::{DEFAULT_CONFIG_PATH, DEFAULT_SOCKET_PATH};
+use crate::config::{DEFAULT_CONFIG_PATH, DEFAULT_GRPC_SOCKET_NAME, DEFAULT_SOCKET_PATH};
 use crate::config_doc::{self, SECTIONS, SIZING};
 use crate::engine::Stage;
 use crate::error::ErrorCode;
@@ -235,14 +235,15 @@ fn snarkd_page() -> String {
 
     p.section("SOCKET AND ACCESS CONTROL")
         .para(&format!("The socket is {DEFAULT_SOCKET_PATH} unless socket.path says otherwise. A stale socket file is removed before binding; a live daemon on the path is an error. The socket gets socket.mode (default 0660) and socket.group right after binding."))
-        .para("Every request is checked against the caller's credentials (SO_PEERCRED): root, the daemon's own uid, the uids in access.allow_uids, and callers whose primary or supplementary group is the socket's group or in access.allow_gids may call. Everyone else gets permission_denied, and the refusal is logged with the uid and pid. To let Curio in, add its user to the snarkd group (usermod -a -G snarkd curio) or its uid to access.allow_uids.");
+        .para("Every request is checked against the caller's credentials (SO_PEERCRED): root, the daemon's own uid, the uids in access.allow_uids, and callers whose primary or supplementary group is the socket's group or in access.allow_gids may call. Everyone else gets permission_denied, and the refusal is logged with the uid and pid. To let Curio in, add its user to the snarkd group (usermod -a -G snarkd curio) or its uid to access.allow_uids.")
+        .para("Curio's cuzk gRPC protocol (cuzk.v1.ProvingEngine) is served on a second socket, socket.grpc_path (default cuzk.sock beside socket.path), with the same mode, group and access check, over the same engine; socket.grpc = false turns it off. Curio connects with [Cuzk] Address = \"unix:///run/snarkd/cuzk.sock\"; /usr/share/doc/snarkd/operators.md maps its methods and status codes.");
 
     p.section("JSON-RPC METHODS").para("Namespace Snark, positional parameters (always an array, as go-jsonrpc sends them), integer ids. Byte strings are base64. Over the Unix socket, HTTP clients POST each call to http://snarkd/rpc/v0 (or /; the host name is ignored); WebSocket clients connect to the same socket.");
     for (name, what) in METHODS {
         p.item(vec![bold(name)], what);
     }
 
-    p.section("ERRORS").para("Each failure kind has a stable JSON-RPC error code; a code never changes meaning once shipped. snarkctl prints errors as name (code): message.");
+    p.section("ERRORS").para("Each failure kind has a stable JSON-RPC error code; a code never changes meaning once shipped. Every message starts with the error's name (bad_input: randomness: ...), over gRPC too. snarkctl prints errors as name (code): message.");
     for code in ErrorCode::ALL {
         p.item(vec![bold(code.code().to_string()), roman(" "), bold(code.name())], code.meaning());
     }
@@ -274,6 +275,7 @@ fn snarkd_page() -> String {
     p.section("FILES")
         .item(vec![bold(DEFAULT_CONFIG_PATH)], "the configuration, snarkd.toml(5).")
         .item(vec![bold(DEFAULT_SOCKET_PATH)], "the JSON-RPC socket.")
+        .item(vec![bold(Path::new(DEFAULT_SOCKET_PATH).with_file_name(DEFAULT_GRPC_SOCKET_NAME).display().to_string())], "the gRPC socket for Curio.")
         .item(vec![bold(crate::config::DEFAULT_PARAMS_DIR)], "the default parameter directory.")
         .item(vec![bold("/usr/lib/systemd/system/snarkd.service"), roman(", "), bold("snarkd.socket")], "the packaged units.");
     p.section("SEE ALSO").0.text([roman("snarkctl(1), snarkd.toml(5), systemd.service(5), sd_notify(3), journalctl(1)")]);

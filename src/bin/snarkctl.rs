@@ -287,6 +287,8 @@ async fn call(client: &Client, method: &str, params: Vec<Value>) -> anyhow::Resu
     client.call(method, params).await.map_err(|e| match e {
         ClientError::Rpc { code, message, .. } => {
             let name = snarkd::error::ErrorCode::from_code(code).map(|c| c.name()).unwrap_or("error");
+            // The daemon's message already starts with the name.
+            let message = message.strip_prefix(&format!("{name}: ")).unwrap_or(&message);
             anyhow::anyhow!("{name} ({code}): {message}")
         }
         other => anyhow::anyhow!("{other}"),

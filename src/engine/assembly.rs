@@ -68,7 +68,7 @@ pub(crate) fn finish(job: &Arc<Job>, srs: &Srs, verify: bool, verifier: &Verifie
     job.set_state(&mut p, JobState::Done);
     let t = p.timings;
     drop(p);
-    metrics.count_outcome(job.kind, "ok");
+    metrics.count_outcome(job.kind, super::metrics::OK);
     metrics.observe_stage(job.kind, Stage::Done, t.total);
     tracing::info!(
         job_id = %job.id,

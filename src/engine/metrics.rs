@@ -27,6 +27,16 @@ pub struct Metrics {
     pub retries: AtomicU64,
 }
 
+/// The outcome a job that returned a proof is counted under; every other outcome is an error name.
+pub const OK: &str = "ok";
+
+/// Counts of finished jobs, from the outcome counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Finished {
+    pub completed: u64,
+    pub failed: u64,
+}
+
 /// Point-in-time values the engine supplies when rendering.
 pub struct Gauges<'a> {
     pub queued: &'a [(ProofKind, &'static str, usize)],
@@ -42,6 +52,15 @@ pub struct Gauges<'a> {
 impl Metrics {
     pub fn count_outcome(&self, kind: ProofKind, outcome: &'static str) {
         *self.outcomes.lock().unwrap().entry((kind, outcome)).or_default() += 1;
+    }
+
+    /// Jobs finished so far: those that returned a proof, and those that ended otherwise (failed
+    /// or cancelled).
+    pub fn finished(&self) -> Finished {
+        let outcomes = self.outcomes.lock().unwrap();
+        let completed = outcomes.iter().filter(|((_, o), _)| *o == OK).map(|(_, n)| n).sum();
+        let failed = outcomes.iter().filter(|((_, o), _)| *o != OK).map(|(_, n)| n).sum();
+        Finished { completed, failed }
     }
 
     pub fn observe_stage(&self, kind: ProofKind, stage: Stage, took: Duration) {

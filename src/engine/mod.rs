@@ -445,6 +445,11 @@ impl Engine {
         }
     }
 
+    /// Jobs finished since start, by whether they returned a proof.
+    pub fn finished(&self) -> metrics::Finished {
+        self.pipeline.metrics.finished()
+    }
+
     pub fn metrics(&self) -> String {
         let status = self.status();
         let queued: Vec<_> = status

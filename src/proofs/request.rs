@@ -266,6 +266,20 @@ pub struct PoStProofType(pub RegisteredPoStProof);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UpdateProofType(pub RegisteredUpdateProof);
 
+impl PoStProofType {
+    /// The proof type filecoin-ffi and go-state-types number `n` (WindowPoSt `V1_1`, 10–14, is `V1_2` here).
+    pub fn from_number(n: u64) -> Option<PoStProofType> {
+        usize::try_from(n).ok().and_then(|i| POST_PROOFS.get(i)).copied().map(PoStProofType)
+    }
+}
+
+impl UpdateProofType {
+    /// The update proof type filecoin-ffi and go-state-types number `n`.
+    pub fn from_number(n: u64) -> Option<UpdateProofType> {
+        usize::try_from(n).ok().and_then(|i| UPDATE_PROOFS.get(i)).copied().map(UpdateProofType)
+    }
+}
+
 /// Every PoSt proof type, at the index of its ffi number (the enums are append-only, so the
 /// declaration order is the numbering).
 const POST_PROOFS: [RegisteredPoStProof; 15] = {

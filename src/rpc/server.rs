@@ -37,7 +37,7 @@ pub struct Peer {
 }
 
 impl Peer {
-    fn of(stream: &tokio::net::UnixStream) -> std::io::Result<Peer> {
+    pub fn of(stream: &tokio::net::UnixStream) -> std::io::Result<Peer> {
         let cred = stream.peer_cred()?;
         let pid = cred.pid().unwrap_or(0);
         Ok(Peer { uid: cred.uid(), gid: cred.gid(), pid, groups: supplementary_groups(pid) })

@@ -21,6 +21,7 @@ pub mod paramgen;
 pub mod reference;
 pub mod soak;
 pub mod testdata;
+pub mod transport;
 
 /// A `snarkd` child process on a temporary socket, started the way systemd would start it.
 pub struct TempDaemon {

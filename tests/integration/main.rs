@@ -5,6 +5,7 @@ mod daemon;
 mod docs;
 mod engine;
 mod faults;
+mod grpc;
 mod harness;
 mod proving;
 mod soak;
