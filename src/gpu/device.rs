@@ -30,6 +30,8 @@ pub enum GpuError {
     NotBuiltIn,
     #[error("no CUDA driver (libcuda) on this host")]
     NoDriver,
+    #[error("the NVIDIA driver supports CUDA {found}, the kernels need CUDA {needed} (driver 580 or newer); upgrade the driver to prove on this GPU")]
+    DriverTooOld { found: String, needed: String },
     #[error("device {device} not present ({count} CUDA devices)")]
     NoSuchDevice { device: usize, count: usize },
     #[error("cuda:{device} {call}: {reason}")]
@@ -44,6 +46,26 @@ fn driver_present() -> bool {
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
+/// The CUDA version the embedded kernels are built for (nvcc 13.0): drivers older than 580 refuse
+/// them, so such a driver is reported as too old rather than failing at the first kernel load.
+const NEEDED_CUDA: i32 = 13_000;
+
+/// The CUDA version the installed driver supports, as `cuDriverGetVersion` encodes it (1000 × major
+/// + 10 × minor).
+fn driver_cuda_version() -> Result<i32, GpuError> {
+    let mut v: std::ffi::c_int = 0;
+    // SAFETY: libcuda is present (checked before); the call only writes the version.
+    let r = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
+    if r != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        return Err(GpuError::Driver { device: 0, call: "cuDriverGetVersion", reason: format!("{r:?}") });
+    }
+    Ok(v)
+}
+
+fn cuda_version_text(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
 /// Entry point to the machine's GPUs.
 pub struct Gpu;
 
@@ -55,6 +77,10 @@ impl Gpu {
         }
         if !driver_present() {
             return Err(GpuError::NoDriver);
+        }
+        let version = driver_cuda_version()?;
+        if version < NEEDED_CUDA {
+            return Err(GpuError::DriverTooOld { found: cuda_version_text(version), needed: cuda_version_text(NEEDED_CUDA) });
         }
         CudaContext::device_count()
             .map(|n| n.max(0) as usize)
@@ -558,4 +584,17 @@ impl<'a> Launch<'a> {
 /// Blocks of `block` threads covering `n` threads.
 pub(crate) fn blocks(n: u64, block: u32) -> u32 {
     n.div_ceil(block as u64) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_versions_read_as_cuda_major_minor() {
+        assert_eq!(cuda_version_text(NEEDED_CUDA), "13.0");
+        assert_eq!(cuda_version_text(12_080), "12.8");
+        let e = GpuError::DriverTooOld { found: cuda_version_text(12_080), needed: cuda_version_text(NEEDED_CUDA) };
+        assert!(e.to_string().contains("driver 580 or newer"), "{e}");
+    }
 }

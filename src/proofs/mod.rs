@@ -284,9 +284,20 @@ pub fn statement_from_json(value: serde_json::Value) -> Result<Box<dyn Statement
     prepare(&ProofRequest::from_value(&value)?)
 }
 
-/// What this build proves, for `Snark.Kinds`.
-pub fn supported() -> Vec<ProofKind> {
-    ProofKind::ALL.to_vec()
+/// One proof kind and the sector sizes it is proved at, for `Snark.Kinds`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindSupport {
+    pub kind: ProofKind,
+    pub sector_sizes: Vec<Bytes>,
+}
+
+/// What this build proves, for `Snark.Kinds`: every kind at every sector size with published
+/// parameters (proving also needs that size's parameter files in `params.dir`).
+pub fn supported() -> Vec<KindSupport> {
+    ProofKind::ALL
+        .into_iter()
+        .map(|kind| KindSupport { kind, sector_sizes: shape::SECTOR_SIZES.iter().map(|&s| Bytes(s)).collect() })
+        .collect()
 }
 
 /// Resolves a circuit name from config or `Snark.Preload`: `<kind>:<sector size>` (such as
@@ -304,4 +315,19 @@ pub fn circuit_id_for(name: &str) -> Result<CircuitId, SnarkError> {
         return Err(SnarkError::bad_input(format!("circuit: {name:?} is not a parameter cache identifier")));
     }
     Ok(CircuitId(id.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_name_every_sector_size() {
+        let kinds = supported();
+        assert_eq!(kinds.len(), ProofKind::ALL.len());
+        for k in kinds {
+            assert_eq!(k.sector_sizes.first(), Some(&Bytes(2 << 10)), "{:?}", k.kind);
+            assert_eq!(k.sector_sizes.last(), Some(&Bytes(64 << 30)), "{:?}", k.kind);
+        }
+    }
 }
