@@ -241,6 +241,16 @@ fn prove_in_background(socket: PathBuf, kind: ProofKind) -> std::thread::JoinHan
     })
 }
 
+/// Joins `thread` while reading the daemon's notify socket, as systemd does: a drain sends
+/// EXTEND_TIMEOUT_USEC every 10 s, and once a Unix datagram queue (10 deep) is full the daemon's
+/// next notification blocks, so a slow proof would stall a drain nobody reads.
+fn join_reading_notify<T>(d: &mut Daemon, thread: std::thread::JoinHandle<T>) -> T {
+    while !thread.is_finished() {
+        d.notify.recv(Duration::from_millis(200));
+    }
+    thread.join().unwrap()
+}
+
 #[test]
 fn sigterm_refuses_new_proofs_finishes_the_one_in_flight_and_removes_the_socket() {
     let mut d = Daemon::start("");
@@ -255,7 +265,7 @@ fn sigterm_refuses_new_proofs_finishes_the_one_in_flight_and_removes_the_socket(
         assert_status(&e, Code::Unavailable, &["draining: "]);
         assert!(c.get_status(pb::GetStatusRequest {}).await.is_ok(), "the socket serves while draining");
     });
-    let r = in_flight.join().unwrap().expect("the in-flight Prove gets its answer");
+    let r = join_reading_notify(&mut d, in_flight).expect("the in-flight Prove gets its answer");
     assert_proved(ProofKind::PorepC2, &r);
     assert_eq!(d.wait_exit(Duration::from_secs(120)).code(), Some(0));
     assert!(!socket.exists(), "the gRPC socket is removed on stop");
@@ -272,7 +282,7 @@ fn a_drain_timeout_ends_the_proof_in_flight_as_cancelled() {
         wait_running(&mut c, "porep-c2").await;
     });
     d.signal(Signal::SIGTERM);
-    let r = in_flight.join().unwrap().expect("the in-flight Prove gets a reply");
+    let r = join_reading_notify(&mut d, in_flight).expect("the in-flight Prove gets a reply");
     assert_eq!(r.status, Outcome::Cancelled as i32, "{r:?}");
     assert!(r.error_message.starts_with("cancelled: ") && r.error_message.contains("drain_timeout"), "{r:?}");
     assert_eq!(d.wait_exit(Duration::from_secs(60)).code(), Some(0));
