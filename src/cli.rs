@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{ConfigSource, DEFAULT_CONFIG_PATH};
+use crate::proofs::ProofKind;
 
 /// Exit codes, decided in one place.
 pub mod exit {
@@ -174,35 +175,33 @@ pub enum CtlCommand {
     /// seed corpus (fuzz-seeds/)
     Testdata {
         /// Sector size: 2KiB (8MiB, 512MiB, 32GiB and 64GiB also seal, slowly)
-        #[arg(long, default_value = "2KiB")]
-        sector_size: String,
+        #[arg(long, default_value = "2KiB", value_parser = sector_size_arg)]
+        sector_size: u64,
         #[arg(long)]
         out: PathBuf,
-        /// Parameter directory, used for the verifying keys
-        #[arg(long, env = "SNARKD_TEST_PARAMS", default_value = "/var/tmp/snarkd-test-params")]
-        params_dir: PathBuf,
+        #[command(flatten)]
+        params: ParamsDir,
     },
     /// Check a proof file with filecoin-proofs-api's verifier against a testdata manifest
     Verify {
         /// Directory holding manifest.json (from `snarkctl testdata`)
         #[arg(long)]
         testdata: PathBuf,
-        /// porep_c2, window_post, winning_post or snap_deals
-        #[arg(long)]
-        kind: String,
+        #[arg(long, value_enum)]
+        kind: KindArg,
         /// Raw proof bytes
         #[arg(long)]
         proof: PathBuf,
-        #[arg(long, env = "SNARKD_TEST_PARAMS", default_value = "/var/tmp/snarkd-test-params")]
-        params_dir: PathBuf,
+        #[command(flatten)]
+        params: ParamsDir,
     },
     /// Make parameters and test data if missing, start a daemon on a temporary socket, prove all
     /// four kinds through it, verify each, and print the timings per stage
     Demo {
-        #[arg(long, default_value = "2KiB")]
-        sector_size: String,
-        #[arg(long, env = "SNARKD_TEST_PARAMS", default_value = "/var/tmp/snarkd-test-params")]
-        params_dir: PathBuf,
+        #[arg(long, default_value = "2KiB", value_parser = sector_size_arg)]
+        sector_size: u64,
+        #[command(flatten)]
+        params: ParamsDir,
     },
     /// Check every GPU kernel against the CPU reference on fresh random inputs and edge cases
     Selftest {
@@ -213,47 +212,161 @@ pub enum CtlCommand {
         #[arg(long, default_value = "all")]
         devices: crate::config::GpuDevices,
     },
-    /// Benchmarks; each compares implementations in the same run
-    Bench {
-        /// porep, snap, window or winning: snarkd's provers (cpu, and each GPU) against
-        /// filecoin-proofs-api's on real test data; msm, ntt or prove: GPU kernels, medians of
-        /// warm runs timed with device events; soak: concurrent clients against a daemon on a
-        /// temporary socket, checking that nothing is lost and nothing leaks
-        kind: String,
-        /// For soak: concurrent clients
-        #[arg(long, default_value_t = 8)]
-        clients: usize,
-        /// For soak: how long clients keep sending, such as 90s or 30m
-        #[arg(long, default_value = "5m", value_parser = duration_arg)]
-        duration: std::time::Duration,
-        /// For soak: every n-th request of a client is malformed (0: none)
-        #[arg(long, default_value_t = 4)]
-        malformed_every: usize,
-        /// For msm/ntt: log2 of the size (msm: points, ntt: domain)
-        #[arg(long, default_value_t = 24)]
-        log_size: u32,
-        /// For prove: the synthetic partition shape (porep-32g: domain 2^27)
-        #[arg(long, default_value = "porep-32g")]
-        shape: String,
-        /// For prove: the witness scalars of the L, A and B MSMs. witness: as measured in real
-        /// PoRep and SnapDeals witnesses (51 % zeros, 47 % ones, 1.7 % uniform); filecoin: a
-        /// pessimistic 50 % / 40 % / 10 %; random: uniform (as in WindowPoSt's Poseidon-heavy witness)
-        #[arg(long, default_value = "witness")]
-        mix: String,
-        #[arg(long, default_value = "2KiB")]
-        sector_size: String,
-        /// Timed runs of each prover (after one warm-up)
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
-        #[arg(long, env = "SNARKD_TEST_PARAMS", default_value = "/var/tmp/snarkd-test-params")]
-        params_dir: PathBuf,
-    },
+    /// Benchmarks; each compares implementations or versions in the same run
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Write the man pages snarkd(8), snarkctl(1) and snarkd.toml(5), generated from this code
     Man {
         /// Directory to write the pages into
         #[arg(long, default_value = "man")]
         out: PathBuf,
     },
+}
+
+/// Where the developer tools keep parameters: one definition for every subcommand that reads or
+/// generates them (2 KiB test parameters are generated there when missing).
+#[derive(Debug, Clone, Args)]
+pub struct ParamsDir {
+    /// Parameter directory
+    #[arg(long = "params-dir", alias = "dir", env = "SNARKD_TEST_PARAMS", default_value = DEFAULT_TEST_PARAMS, value_name = "DIR")]
+    pub path: PathBuf,
+}
+
+/// The default of [`ParamsDir`]: outside any checkout, so sessions and CI runs share it.
+pub const DEFAULT_TEST_PARAMS: &str = "/var/tmp/snarkd-test-params";
+
+/// A proof kind on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KindArg {
+    #[value(alias = "porep_c2")]
+    Porep,
+    #[value(alias = "snap_deals")]
+    Snap,
+    #[value(alias = "window_post")]
+    Window,
+    #[value(alias = "winning_post")]
+    Winning,
+}
+
+impl From<KindArg> for ProofKind {
+    fn from(k: KindArg) -> ProofKind {
+        match k {
+            KindArg::Porep => ProofKind::PorepC2,
+            KindArg::Snap => ProofKind::SnapDeals,
+            KindArg::Window => ProofKind::WindowPost,
+            KindArg::Winning => ProofKind::WinningPost,
+        }
+    }
+}
+
+/// Scalars of the L, A and B MSMs in the GPU benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MixArg {
+    /// As measured in real PoRep and SnapDeals witnesses: 51 % zeros, 47 % ones, 1.7 % uniform
+    Witness,
+    /// A pessimistic 50 % zeros, 40 % ones, 10 % uniform
+    Filecoin,
+    /// Uniform, as in WindowPoSt's Poseidon-heavy witness
+    Random,
+}
+
+impl From<MixArg> for crate::gpu::Distribution {
+    fn from(m: MixArg) -> Self {
+        match m {
+            MixArg::Witness => Self::Witness,
+            MixArg::Filecoin => Self::Filecoin,
+            MixArg::Random => Self::Random,
+        }
+    }
+}
+
+/// A partition shape for `bench partition`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PartitionShapeArg {
+    /// One 32 GiB PoRep partition: 130,278,541 constraints, domain 2^27
+    #[value(name = "porep-32g")]
+    Porep32g,
+}
+
+impl From<PartitionShapeArg> for crate::gpu::Shape {
+    fn from(s: PartitionShapeArg) -> Self {
+        match s {
+            PartitionShapeArg::Porep32g => crate::gpu::POREP_32G,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// snarkd's provers (CPU, and each GPU) against filecoin-proofs-api's on real test data:
+    /// synthesis + prove + verify with parameters resident, medians and ratios
+    Proof {
+        #[arg(value_enum)]
+        kind: KindArg,
+        #[arg(long, default_value = "2KiB", value_parser = sector_size_arg)]
+        sector_size: u64,
+        /// Timed runs of each prover (after one warm-up)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        #[command(flatten)]
+        params: ParamsDir,
+    },
+    /// GPU MSM kernels: random, Filecoin-mix and witness-mix scalars, and G2; medians of warm
+    /// runs timed with device events, pinned and pageable uploads side by side
+    Msm {
+        /// log2 of the number of points
+        #[arg(long, default_value_t = 24)]
+        log_size: u32,
+    },
+    /// GPU NTT and h (seven transforms and the pointwise step)
+    Ntt {
+        /// log2 of the domain
+        #[arg(long, default_value_t = 24)]
+        log_size: u32,
+    },
+    /// One partition's whole device work (uploads, h, the H, L, A, B_G1 and B_G2 MSMs) on
+    /// synthetic data of a real shape, step by step, alone and back to back
+    Partition {
+        #[arg(long, value_enum, default_value = "porep-32g")]
+        shape: PartitionShapeArg,
+        /// The witness scalars of the L, A and B MSMs
+        #[arg(long, value_enum, default_value = "witness")]
+        mix: MixArg,
+    },
+    /// Concurrent clients against a daemon on a temporary socket: every proof must verify, every
+    /// bad request get its code, and memory, descriptors and threads return to baseline
+    Soak {
+        /// Concurrent clients
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        /// How long clients keep sending, such as 90s or 30m
+        #[arg(long, default_value = "5m", value_parser = duration_arg)]
+        duration: std::time::Duration,
+        /// Every n-th request of a client is malformed (0: none)
+        #[arg(long, default_value_t = 4)]
+        malformed_every: usize,
+        #[arg(long, default_value = "2KiB", value_parser = sector_size_arg)]
+        sector_size: u64,
+        #[command(flatten)]
+        params: ParamsDir,
+    },
+    /// The same proof through JSON-RPC Prove and gRPC (cuzk) Prove, alternately on one daemon:
+    /// medians and gRPC's time as a fraction of JSON-RPC's
+    Transport {
+        #[arg(value_enum, default_value = "window")]
+        kind: KindArg,
+        /// Proofs through each transport
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+        #[arg(long, default_value = "2KiB", value_parser = sector_size_arg)]
+        sector_size: u64,
+        #[command(flatten)]
+        params: ParamsDir,
+    },
+}
+
+fn sector_size_arg(text: &str) -> Result<u64, String> {
+    crate::units::Bytes::parse(text).map(|b| b.get()).ok_or_else(|| format!("{text:?} is not a size such as 2KiB or 32GiB"))
 }
 
 fn duration_arg(text: &str) -> Result<std::time::Duration, String> {
@@ -285,13 +398,12 @@ pub enum ParamsCommand {
     /// Generate insecure test parameters (.params, .vk, .meta) for small sectors
     Generate {
         /// Sector size, e.g. 2KiB
-        #[arg(long, default_value = "2KiB")]
-        sector_size: String,
-        /// Comma-separated kinds: porep, snap, window, winning
-        #[arg(long, default_value = "porep,snap,window,winning", value_delimiter = ',')]
-        kinds: Vec<String>,
-        /// Output directory
-        #[arg(long, env = "SNARKD_TEST_PARAMS", default_value = "/var/tmp/snarkd-test-params")]
-        dir: PathBuf,
+        #[arg(long, default_value = "2KiB", value_parser = sector_size_arg)]
+        sector_size: u64,
+        /// Comma-separated kinds
+        #[arg(long, value_enum, default_value = "porep,snap,window,winning", value_delimiter = ',')]
+        kinds: Vec<KindArg>,
+        #[command(flatten)]
+        params: ParamsDir,
     },
 }

@@ -114,6 +114,7 @@ pub async fn run(
         reload_lock: Mutex::new(()),
         shutdown: tokio::sync::Notify::new(),
         notes: parts.notes,
+        cuda: crate::gpu::cuda_status(),
     });
 
     // Handlers go in before the socket answers anyone: a client (or systemd, once it sees

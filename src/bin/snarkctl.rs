@@ -8,7 +8,8 @@ use base64::Engine as _;
 use clap::Parser;
 use serde_json::{json, Value};
 
-use snarkd::cli::{exit, CtlCommand, RequestArgs, SnarkctlCli};
+use snarkd::cli::{exit, BenchCommand, CtlCommand, ParamsCommand, RequestArgs, SnarkctlCli};
+use snarkd::gpu::Distribution;
 use snarkd::client::{Client, ClientError};
 use snarkd::proofs::ProofKind;
 
@@ -82,12 +83,9 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
             let v = call(&client, "Preload", vec![json!(circuit)]).await?;
             show(&v, &|v| format!("resident: {v}"));
         }
-        CtlCommand::Params(snarkd::cli::ParamsCommand::Generate { sector_size, kinds, dir }) => {
-            let size = sector_size_arg(&sector_size)?;
-            let kinds = kinds
-                .iter()
-                .map(|k| ProofKind::parse(k).ok_or_else(|| anyhow::anyhow!("--kinds: unknown kind {k:?}")))
-                .collect::<anyhow::Result<Vec<_>>>()?;
+        CtlCommand::Params(ParamsCommand::Generate { sector_size: size, kinds, params }) => {
+            let kinds: Vec<ProofKind> = kinds.into_iter().map(ProofKind::from).collect();
+            let dir = params.path;
             let started = std::time::Instant::now();
             let written = tokio::task::spawn_blocking(move || {
                 snarkd::tools::paramgen::generate(size, &kinds, &dir, &|line| {
@@ -102,14 +100,13 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
                 println!("all requested parameters already exist");
             }
         }
-        CtlCommand::Testdata { sector_size, out, params_dir } => {
-            let size = sector_size_arg(&sector_size)?;
-            let m = tokio::task::spawn_blocking(move || snarkd::tools::testdata::generate(size, &out, &params_dir)).await??;
+        CtlCommand::Testdata { sector_size: size, out, params } => {
+            let m = tokio::task::spawn_blocking(move || snarkd::tools::testdata::generate(size, &out, &params.path)).await??;
             println!("sealed sector {} of miner {} ({} bytes); manifest in {}", m.sector_number, m.miner_id, m.sector_size, m.dir.display());
         }
-        CtlCommand::Verify { testdata, kind, proof, params_dir } => {
-            let kind = ProofKind::parse(&kind).ok_or_else(|| anyhow::anyhow!("--kind: unknown kind {kind:?}"))?;
-            snarkd::tools::reference::use_parameter_dir(&params_dir)?;
+        CtlCommand::Verify { testdata, kind, proof, params } => {
+            let kind = ProofKind::from(kind);
+            snarkd::tools::reference::use_parameter_dir(&params.path)?;
             let m = snarkd::tools::testdata::Manifest::load(&testdata)?;
             let bytes = std::fs::read(&proof).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", proof.display()))?;
             if !snarkd::tools::reference::verify_with_api(&m, kind, &bytes)? {
@@ -117,7 +114,7 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
             }
             println!("{kind} proof {} verifies with filecoin-proofs-api", proof.display());
         }
-        CtlCommand::Demo { sector_size, params_dir } => demo(&sector_size, &params_dir).await?,
+        CtlCommand::Demo { sector_size, params } => demo(sector_size, &params.path).await?,
         CtlCommand::Selftest { gpu, devices } => {
             if !gpu {
                 anyhow::bail!("say --gpu: the GPU kernel self-test is the only self-test");
@@ -147,39 +144,40 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
                 anyhow::bail!("{failed} GPU checks failed");
             }
         }
-        CtlCommand::Bench { kind, log_size, shape, mix, .. } if matches!(kind.as_str(), "msm" | "ntt" | "prove") => {
-            use snarkd::gpu::Distribution;
-            let dist = match mix.as_str() {
-                "witness" => Distribution::Witness,
-                "filecoin" => Distribution::Filecoin,
-                "random" => Distribution::Random,
-                other => anyhow::bail!("--mix: unknown mix {other:?} (witness, filecoin or random)"),
-            };
-            let reports = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<snarkd::gpu::BenchReport>> {
-                let dev = snarkd::gpu::Gpu::enumerate(Some(&[0]))?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no GPU found"))?;
-                let n = 1usize << log_size;
-                Ok(match kind.as_str() {
-                    "msm" => {
-                        let mut v = snarkd::gpu::bench_msm(&dev, n, Distribution::Random, false)?;
-                        v.extend(snarkd::gpu::bench_msm(&dev, n, Distribution::Filecoin, false)?);
-                        v.extend(snarkd::gpu::bench_msm(&dev, n, Distribution::Witness, false)?);
-                        v.extend(snarkd::gpu::bench_msm(&dev, n, Distribution::Random, true)?);
-                        v
-                    }
-                    "ntt" => snarkd::gpu::bench_ntt(&dev, log_size)?,
-                    _ => match shape.as_str() {
-                        "porep-32g" => snarkd::gpu::bench_prove_shape(&dev, snarkd::gpu::POREP_32G, dist)?,
-                        other => anyhow::bail!("--shape: unknown shape {other:?} (porep-32g)"),
-                    },
-                })
-            })
-            .await??;
-            for r in &reports {
-                println!("{:<48} median {:>9.2} ms  (min {:.2}, max {:.2})", r.what, r.median_ms, r.min_ms, r.max_ms);
+        CtlCommand::Bench(what) => bench(what, &show).await?,
+        CtlCommand::Man { out } => {
+            for path in snarkd::man::write_all(&out)? {
+                println!("wrote {}", path.display());
             }
         }
-        CtlCommand::Bench { kind, clients, duration, malformed_every, sector_size, params_dir, .. } if kind == "soak" => {
-            let size = sector_size_arg(&sector_size)?;
+        CtlCommand::Evict { circuit } => {
+            let v = call(&client, "Evict", vec![json!(circuit)]).await?;
+            show(&v, &|v| format!("evicted: {v}"));
+        }
+    }
+    Ok(())
+}
+
+/// `snarkctl bench …`: each benchmark prints its rows, or JSON with `--json`.
+async fn bench(what: BenchCommand, show: &dyn Fn(&Value, &dyn Fn(&Value) -> String)) -> anyhow::Result<()> {
+    match what {
+        BenchCommand::Msm { log_size } => {
+            gpu_bench(move |dev| {
+                let n = 1usize << log_size;
+                let mut v = snarkd::gpu::bench_msm(dev, n, Distribution::Random, false)?;
+                v.extend(snarkd::gpu::bench_msm(dev, n, Distribution::Filecoin, false)?);
+                v.extend(snarkd::gpu::bench_msm(dev, n, Distribution::Witness, false)?);
+                v.extend(snarkd::gpu::bench_msm(dev, n, Distribution::Random, true)?);
+                Ok(v)
+            })
+            .await
+        }
+        BenchCommand::Ntt { log_size } => gpu_bench(move |dev| Ok(snarkd::gpu::bench_ntt(dev, log_size)?)).await,
+        BenchCommand::Partition { shape, mix } => {
+            gpu_bench(move |dev| Ok(snarkd::gpu::bench_prove_shape(dev, shape.into(), mix.into())?)).await
+        }
+        BenchCommand::Soak { clients, duration, malformed_every, sector_size: size, params } => {
+            let params_dir = params.path;
             ensure_params(size, &params_dir).await?;
             let pd = params_dir.clone();
             let manifest = tokio::task::spawn_blocking(move || snarkd::tools::ensure_testdata(&pd, size)).await??;
@@ -196,10 +194,34 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
             if !problems.is_empty() {
                 anyhow::bail!("soak failed:\n  {}", problems.join("\n  "));
             }
+            Ok(())
         }
-        CtlCommand::Bench { kind, sector_size, runs, params_dir, .. } => {
-            let kind = ProofKind::parse(&kind).ok_or_else(|| anyhow::anyhow!("unknown kind {kind:?}"))?;
-            let size = sector_size_arg(&sector_size)?;
+        BenchCommand::Transport { kind, rounds, sector_size: size, params } => {
+            let kind = ProofKind::from(kind);
+            let params_dir = params.path;
+            ensure_params(size, &params_dir).await?;
+            let pd = params_dir.clone();
+            let manifest = tokio::task::spawn_blocking(move || snarkd::tools::ensure_testdata(&pd, size)).await??;
+            let daemon = snarkd::tools::TempDaemon::start(&params_dir, "")?;
+            let grpc_socket = daemon.dir.join("cuzk.sock");
+            eprintln!("transport: snarkd ready on {} and {}; {rounds} {kind} proofs each", daemon.socket.display(), grpc_socket.display());
+            let report = snarkd::tools::transport::compare_prove(&daemon.socket, &grpc_socket, &manifest, kind, rounds).await;
+            daemon.stop()?;
+            let report = report?;
+            show(&serde_json::to_value(&report)?, &|_| {
+                format!(
+                    "{kind} {}, {rounds} proofs through each, alternating: JSON-RPC median {:.1} ms, gRPC median {:.1} ms, gRPC/JSON-RPC {:.3}",
+                    snarkd::units::Bytes(size),
+                    report.json_rpc_median.as_secs_f64() * 1e3,
+                    report.grpc_median.as_secs_f64() * 1e3,
+                    report.ratio
+                )
+            });
+            Ok(())
+        }
+        BenchCommand::Proof { kind, sector_size: size, runs, params } => {
+            let kind = ProofKind::from(kind);
+            let params_dir = params.path;
             ensure_params(size, &params_dir).await?;
             let rows = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
                 let m = snarkd::tools::ensure_testdata(&params_dir, size)?;
@@ -219,7 +241,10 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
                 })).collect::<Vec<_>>(),
             });
             show(&v, &|_| {
-                let mut out = format!("{kind} {sector_size}, {runs} timed runs each (synthesis + prove + verify, parameters resident):");
+                let mut out = format!(
+                    "{kind} {}, {runs} timed runs each (synthesis + prove + verify, parameters resident):",
+                    snarkd::units::Bytes(size)
+                );
                 for r in &rows {
                     let m = r.samples.median();
                     out.push_str(&format!(
@@ -232,22 +257,24 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
                 }
                 out
             });
-        }
-        CtlCommand::Man { out } => {
-            for path in snarkd::man::write_all(&out)? {
-                println!("wrote {}", path.display());
-            }
-        }
-        CtlCommand::Evict { circuit } => {
-            let v = call(&client, "Evict", vec![json!(circuit)]).await?;
-            show(&v, &|v| format!("evicted: {v}"));
+            Ok(())
         }
     }
-    Ok(())
 }
 
-fn sector_size_arg(text: &str) -> anyhow::Result<u64> {
-    snarkd::units::Bytes::parse(text).map(|b| b.get()).ok_or_else(|| anyhow::anyhow!("--sector-size: {text:?} is not a size such as 2KiB"))
+/// Runs a GPU benchmark on device 0 and prints its rows.
+async fn gpu_bench(
+    f: impl FnOnce(&snarkd::gpu::GpuDevice) -> anyhow::Result<Vec<snarkd::gpu::BenchReport>> + Send + 'static,
+) -> anyhow::Result<()> {
+    let reports = tokio::task::spawn_blocking(move || {
+        let dev = snarkd::gpu::Gpu::enumerate(Some(&[0]))?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no GPU found"))?;
+        f(&dev)
+    })
+    .await??;
+    for r in &reports {
+        println!("{:<48} median {:>9.2} ms  (min {:.2}, max {:.2})", r.what, r.median_ms, r.min_ms, r.max_ms);
+    }
+    Ok(())
 }
 
 async fn ensure_params(size: u64, dir: &std::path::Path) -> anyhow::Result<()> {
@@ -263,8 +290,7 @@ async fn ensure_params(size: u64, dir: &std::path::Path) -> anyhow::Result<()> {
 }
 
 /// The README's main job: parameters, a sealed sector, a daemon, four verified proofs, a table.
-async fn demo(sector_size: &str, params_dir: &std::path::Path) -> anyhow::Result<()> {
-    let size = sector_size_arg(sector_size)?;
+async fn demo(size: u64, params_dir: &std::path::Path) -> anyhow::Result<()> {
     eprintln!("demo: parameters in {} (generated once if missing)", params_dir.display());
     ensure_params(size, params_dir).await?;
     let pd = params_dir.to_path_buf();

@@ -1,4 +1,4 @@
-//! [`GpuBackend`]: the Groth16 proving stage on one CUDA device.
+//! [`GpuBackend`]: the Groth16 prove stage on one CUDA device.
 //!
 //! h is computed on the device and never read back; the five MSMs run on the device against SRS
 //! bases uploaded once per (device, circuit) and kept resident. The witness check and the assembly
@@ -16,7 +16,7 @@ use rand_core::OsRng;
 
 use super::device::{GpuDevice, GpuError};
 use super::msm::{DeviceBases, G1, G2};
-use super::stage::{self, Prefetched, Selection, StageBases, StageInput};
+use super::partition::{self, Prefetched, Selection, PartitionBases, PartitionInput};
 use super::types::AsDevice;
 use crate::groth16::prover::{assemble, check_shape, MsmSums};
 use crate::groth16::{BackendError, Density, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, Witness};
@@ -118,17 +118,17 @@ impl GpuBackend {
         let a_select = Selection { inputs: Cow::Borrowed(&w.input), aux: &w.a_aux_density };
         let b_inputs = kept_inputs(&w.input, Some(&w.b_input_density)).copied().collect();
         let b_select = Selection { inputs: Cow::Owned(b_inputs), aux: &w.b_aux_density };
-        let bases = StageBases { h: &res.h, l: &res.l, a: &res.a, b_g1: &res.b_g1, b_g2: Some(&res.b_g2) };
+        let bases = PartitionBases { h: &res.h, l: &res.l, a: &res.a, b_g1: &res.b_g1, b_g2: Some(&res.b_g2) };
         // only a witness of the same shape: the next proof of the same circuit, as a rule
         let next_ab = next.filter(|n| n.a.len() == w.a.len()).map(|n| (n.a.as_slice(), n.b.as_slice()));
-        let input = StageInput { a: &w.a, b: &w.b, aux: &w.aux, a_select, b_select, next: next_ab };
+        let input = PartitionInput { a: &w.a, b: &w.b, aux: &w.aux, a_select, b_select, next: next_ab };
         let ab_bytes = (w.a.len() + w.b.len()) as u64 * 32;
         let mut out =
-            stage::run(dev, &bases, &input, prefetched, &mut || release(ab_bytes)).map_err(|e| self.device_error(e))?;
+            partition::run(dev, &bases, &input, prefetched, &mut || release(ab_bytes)).map_err(|e| self.device_error(e))?;
         if let (Some(n), Some(up)) = (next, out.next.take()) {
             *self.prefetched.lock().unwrap_or_else(|p| p.into_inner()) = Some((WitnessKey::of(n), up));
         }
-        let b_g2 = out.b_g2.ok_or_else(|| BackendError::Other("the device stage returned no B_G2 sum".into()))?;
+        let b_g2 = out.b_g2.ok_or_else(|| BackendError::Other("the partition's device proof returned no B_G2 sum".into()))?;
         let ms = |v: &[f32]| Duration::from_secs_f64(v.iter().map(|&t| t as f64).sum::<f64>() / 1e3);
         release((w.input.len() + w.aux.len()) as u64 * 32);
         let msms = MsmSums { h: out.h, l: out.l, a: out.a, b_g1: out.b_g1, b_g2 };

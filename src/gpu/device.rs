@@ -309,11 +309,11 @@ impl GpuDevice {
     /// one (in parallel) while the DMA engine reads the other, several times faster than a
     /// pageable copy, which the driver stages through a small buffer of its own.
     pub(crate) fn upload_scalars(&self, host: &[DevFr], dst: &mut CudaViewMut<'_, DevFr>) -> Result<(), GpuError> {
-        self.stage(&self.stream, host, dst)
+        self.copy_through_pinned(&self.stream, host, dst)
     }
 
     /// [`GpuDevice::upload_scalars`] on `stream`.
-    fn stage(&self, stream: &Arc<CudaStream>, host: &[DevFr], dst: &mut CudaViewMut<'_, DevFr>) -> Result<(), GpuError> {
+    fn copy_through_pinned(&self, stream: &Arc<CudaStream>, host: &[DevFr], dst: &mut CudaViewMut<'_, DevFr>) -> Result<(), GpuError> {
         if host.len() > dst.len() {
             return Err(self.err("upload", format!("{} scalars into a buffer of {}", host.len(), dst.len())));
         }
@@ -402,7 +402,7 @@ impl GpuDevice {
         if host.len() > len {
             return Err(self.err("upload", format!("{} scalars into a buffer of {len}", host.len())));
         }
-        self.stage(stream, host, &mut buf.slice_mut(..host.len()))?;
+        self.copy_through_pinned(stream, host, &mut buf.slice_mut(..host.len()))?;
         if host.len() < len {
             stream.memset_zeros(&mut buf.slice_mut(host.len()..)).map_err(|e| self.err("cuMemsetD8Async", e))?;
         }

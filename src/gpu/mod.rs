@@ -14,7 +14,7 @@ mod kernels;
 mod msm;
 mod ntt;
 mod selftest;
-mod stage;
+mod partition;
 mod types;
 
 pub use backend::GpuBackend;

@@ -1,4 +1,4 @@
-//! Library entry points for `snarkctl selftest --gpu` and `snarkctl bench msm|ntt|prove`.
+//! Library entry points for `snarkctl selftest --gpu` and `snarkctl bench msm|ntt|partition`.
 //!
 //! The self-test compares every kernel with a CPU reference (blst multi-exp; a plain radix-2 NTT
 //! that is itself checked against the DFT definition) on fresh random inputs plus the edge cases
@@ -18,7 +18,7 @@ use cudarc::driver::CudaSlice;
 use super::msm::{msm, msm_at_width, msm_device, window_bits, DeviceBases, G1, G2};
 use super::types::{AsDevice, DevFr, DevG1Xyzz};
 use super::ntt::{h_poly, ntt, Domain, NttKind, Values};
-use super::stage::{self, Selection, StageBases, StageInput, STEPS};
+use super::partition::{self, Selection, PartitionBases, PartitionInput, STEPS};
 use crate::groth16::ntt::{omega, Domain as CpuDomain};
 use crate::groth16::prover::compute_h;
 use crate::groth16::Density;
@@ -178,7 +178,7 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
             let picked = aux.iter().enumerate().filter(|(i, _)| density.get(*i)).map(|(_, x)| x);
             let want: Vec<Fr> = inputs.iter().chain(picked).copied().collect();
             let sel = Selection { inputs: Cow::Borrowed(&inputs), aux: &density };
-            let got = stage::select(dev, &dev.upload(Fr::as_device(&aux))?, &sel)?;
+            let got = partition::select(dev, &dev.upload(Fr::as_device(&aux))?, &sel)?;
             let got: Vec<Fr> = dev.download(&got, want.len())?.into_iter().map(DevFr::to_scalar).collect();
             let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
             check(format!("scalars picked by density, n={n}, {label}"), bad == 0, format!("{bad} of {} differ", want.len()));
@@ -302,7 +302,7 @@ pub fn bench_msm(dev: &GpuDevice, n: usize, dist: Distribution, g2: bool) -> Res
 
 /// Forward NTT of 2^log_n elements already on the device, and h on a and b already there as
 /// proofs make it (c = a∘b on the device, 7 transforms, the pointwise step): the h row excludes
-/// the uploads that the stage overlaps with it.
+/// the uploads that a partition's proof overlaps with it.
 pub fn bench_ntt(dev: &GpuDevice, log_n: u32) -> Result<Vec<BenchReport>, GpuError> {
     let mut rng = StdRng::seed_from_u64(log_n as u64);
     let dom = Domain::new(dev, log_n)?;
@@ -329,7 +329,7 @@ pub fn bench_ntt(dev: &GpuDevice, log_n: u32) -> Result<Vec<BenchReport>, GpuErr
     ])
 }
 
-/// A proof shape for `snarkctl bench prove --shape`.
+/// A partition shape for `snarkctl bench partition --shape`.
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
     pub name: &'static str,
@@ -344,13 +344,13 @@ pub struct Shape {
 /// circuit has about one auxiliary variable, a bit, per constraint).
 pub const POREP_32G: Shape = Shape { name: "porep-32g", constraints: 130_278_541, aux: 130_278_541 };
 
-/// The whole device stage of one proof of `shape`, through the stage `GpuBackend` runs, with
+/// One partition's whole device proof of `shape`, through the path `GpuBackend` runs, with
 /// random inputs of the right sizes: a and b uniform; the witness (L, A, B scalars) drawn from
 /// `mix`; bases tiled from random points. One row per step (compute-stream time from the end of
-/// the step before, uploads overlapping), and the whole stage; first for a partition that
+/// the step before, uploads overlapping), and the whole proof; first for a partition that
 /// uploads its own a and b (a proof's first, or one proved alone), then for partitions proved
 /// back to back, each finding its a and b uploaded during the MSMs of the one before (the steady
-/// state of a multi-partition proof). The second series' whole-stage row is the time from one
+/// state of a multi-partition proof). The second series' whole-proof row is the time from one
 /// partition's start to the next one's.
 pub fn bench_prove_shape(dev: &GpuDevice, shape: Shape, mix: Distribution) -> Result<Vec<BenchReport>, GpuError> {
     let mut rng = StdRng::seed_from_u64(shape.constraints as u64);
@@ -363,30 +363,30 @@ pub fn bench_prove_shape(dev: &GpuDevice, shape: Shape, mix: Distribution) -> Re
     let h_bases = DeviceBases::<G1>::tiled(dev, &g1_points, m - 1)?;
     let g1 = DeviceBases::<G1>::tiled(dev, &g1_points, shape.aux)?;
     let g2 = DeviceBases::<G2>::tiled(dev, &g2_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES)), shape.aux)?;
-    let bases = StageBases { h: &h_bases, l: &g1, a: &g1, b_g1: &g1, b_g2: Some(&g2) };
+    let bases = PartitionBases { h: &h_bases, l: &g1, a: &g1, b_g1: &g1, b_g2: Some(&g2) };
     let dense = Density::all(shape.aux);
     let mut rows = Vec::new();
     for pipelined in [false, true] {
         let next = pipelined.then_some((a.as_slice(), b.as_slice()));
         let select = || Selection { inputs: Cow::Borrowed(&[]), aux: &dense };
-        let input = StageInput { a: &a, b: &b, aux: &aux, a_select: select(), b_select: select(), next };
+        let input = PartitionInput { a: &a, b: &b, aux: &aux, a_select: select(), b_select: select(), next };
         let mut t: Vec<Vec<f32>> = vec![Vec::new(); STEPS.len() + 1];
         let mut prefetched = None;
         // run 0 warms up (and, pipelined, prefetches for run 1)
         for run in 0..=3 {
             if pipelined && run > 0 && prefetched.is_none() {
-                return Err(dev.err("bench", "the next partition's a and b did not fit beside this one's stage"));
+                return Err(dev.err("bench", "the next partition's a and b did not fit beside this one's"));
             }
-            let (mut out, whole) = dev.time_ms(|| stage::run(dev, &bases, &input, prefetched.take(), &mut || {}))?;
+            let (mut out, whole) = dev.time_ms(|| partition::run(dev, &bases, &input, prefetched.take(), &mut || {}))?;
             prefetched = out.next.take();
             for (i, ms) in out.steps.into_iter().chain([whole]).enumerate() {
                 t[i].push(ms);
             }
         }
-        let how = if pipelined { "a, b prefetched by the partition before" } else { "a, b uploaded in the stage" };
+        let how = if pipelined { "a, b prefetched by the partition before" } else { "a, b uploaded by this partition" };
         rows.extend(t.into_iter().enumerate().map(|(i, mut v)| {
             v.remove(0);
-            let what = STEPS.get(i).copied().unwrap_or("whole GPU stage");
+            let what = STEPS.get(i).copied().unwrap_or("whole partition on the GPU");
             median(v, format!("{} (domain 2^{}, {mix:?} mix, {how}): {what}", shape.name, m.trailing_zeros()))
         }));
     }

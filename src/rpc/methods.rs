@@ -144,7 +144,7 @@ async fn await_result(state: &State, id: &JobId, timeout: Option<Duration>) -> R
 
 pub fn module(state: Arc<State>) -> RpcModule<Arc<State>> {
     let mut m = RpcModule::new(state);
-    guarded(&mut m, "Snark.Version", |_, _| async move { json(version()) });
+    guarded(&mut m, "Snark.Version", |_, state| async move { json(version(&state)) });
     guarded(&mut m, "Snark.Status", |_, s| async move { json(s.status()) });
     guarded(&mut m, "Snark.Metrics", |_, s| async move { json(s.engine.metrics()) });
     guarded(&mut m, "Snark.Kinds", |_, _| async move { json(crate::proofs::supported()) });
@@ -197,6 +197,6 @@ pub fn module(state: Arc<State>) -> RpcModule<Arc<State>> {
     m
 }
 
-pub fn version() -> VersionInfo {
-    VersionInfo { version: env!("CARGO_PKG_VERSION").into(), api: "v0".into(), cuda: crate::gpu::cuda_status() }
+pub fn version(state: &State) -> VersionInfo {
+    VersionInfo { version: env!("CARGO_PKG_VERSION").into(), api: "v0".into(), cuda: state.cuda.clone() }
 }

@@ -36,6 +36,9 @@ pub struct State {
     pub(crate) reload_lock: Mutex<()>,
     pub(crate) shutdown: tokio::sync::Notify,
     pub(crate) notes: Vec<String>,
+    /// The CUDA build and driver line (`gpu::cuda_status`), worked out once by the daemon, so rpc
+    /// does not import gpu.
+    pub(crate) cuda: String,
 }
 
 /// `Snark.Status`.
@@ -72,7 +75,7 @@ impl State {
         let config = self.config.read().unwrap();
         StatusReport {
             version: env!("CARGO_PKG_VERSION"),
-            cuda: crate::gpu::cuda_status(),
+            cuda: self.cuda.clone(),
             uptime_seconds: self.started.elapsed().as_secs(),
             config_file: self.source.path().to_path_buf(),
             socket: config.socket.path.clone(),

@@ -1,5 +1,6 @@
-//! The device stage of one Groth16 proof: h and the five MSMs. [`GpuBackend`] proves through it
-//! and `snarkctl bench prove --shape` measures it, so the benchmark times the path proofs take.
+//! One partition's proof on a device: h and the five MSMs, the device half of the engine's prove
+//! stage. [`GpuBackend`] proves through it and `snarkctl bench partition --shape` measures it, so
+//! the benchmark times the path proofs take.
 //!
 //! Uploads overlap the kernels: a and b go up one after another on the copy stream, each one's
 //! transforms queued as soon as it is there (c is a∘b, made on the device: [`Domain::h`]); the
@@ -7,7 +8,7 @@
 //! A's and B's scalars are picked from it on the device by their density bits
 //! ([`select_scalars`]), so the host neither collects them nor uploads them again. When the next
 //! proof is already waiting, that thread then uploads its a and b on a third stream, so that the
-//! next stage starts with its transforms instead of its uploads.
+//! next partition starts with its transforms instead of its uploads.
 //!
 //! [`GpuBackend`]: super::GpuBackend
 
@@ -23,7 +24,7 @@ use super::types::{AsDevice, DevFr};
 use crate::groth16::Density;
 
 /// The resident bases of one proof's MSMs. `b_g2` is `None` when B_G2 runs elsewhere.
-pub(crate) struct StageBases<'a> {
+pub(crate) struct PartitionBases<'a> {
     pub h: &'a DeviceBases<G1>,
     pub l: &'a DeviceBases<G1>,
     pub a: &'a DeviceBases<G1>,
@@ -48,35 +49,35 @@ impl Selection<'_> {
 
 /// One proof's inputs. The witness's c is not among them: h takes c = a∘b, which a satisfied
 /// R1CS's c equals, and the proof is verified before it leaves the daemon.
-pub(crate) struct StageInput<'a> {
+pub(crate) struct PartitionInput<'a> {
     pub a: &'a [Fr],
     pub b: &'a [Fr],
     /// The L MSM's scalars.
     pub aux: &'a [Fr],
-    /// A's scalars (one per base of `StageBases::a`).
+    /// A's scalars (one per base of `PartitionBases::a`).
     pub a_select: Selection<'a>,
-    /// B_G1's and B_G2's scalars (one per base of `StageBases::b_g1`).
+    /// B_G1's and B_G2's scalars (one per base of `PartitionBases::b_g1`).
     pub b_select: Selection<'a>,
     /// The next proof's a and b, when it is already waiting: they go up after this proof's own
     /// uploads, during its h and H MSM, so that the next h need not wait for them
-    /// ([`StageOutput::next`]).
+    /// ([`PartitionOutput::next`]).
     pub next: Option<(&'a [Fr], &'a [Fr])>,
 }
 
-/// A proof's a and b, uploaded during the stage of the proof before it.
+/// A proof's a and b, uploaded during the partition proved before it.
 pub(crate) struct Prefetched {
     pub a: Upload,
     pub b: Upload,
 }
 
 /// The MSM results; `b_g2` is `None` when there were no B_G2 bases.
-pub(crate) struct StageOutput {
+pub(crate) struct PartitionOutput {
     pub h: G1Projective,
     pub l: G1Projective,
     pub a: G1Projective,
     pub b_g1: G1Projective,
     pub b_g2: Option<G2Projective>,
-    /// The next proof's a and b, on their way ([`StageInput::next`]); None when there was no next
+    /// The next proof's a and b, on their way ([`PartitionInput::next`]); None when there was no next
     /// proof or its buffers would not have fit.
     pub next: Option<Prefetched>,
     /// Milliseconds of the compute stream from the start to the end of each step, in order:
@@ -84,38 +85,38 @@ pub(crate) struct StageOutput {
     pub steps: Vec<f32>,
 }
 
-/// With `SNARKD_GPU_TRACE=stage`, the host's side of each stage printed to stderr: when each
-/// upload left the host and each step was queued or returned, in milliseconds from the stage's
-/// start. Nothing is synchronized for it, so the stage runs as it would untraced.
+/// With `SNARKD_GPU_TRACE=partition`, the host's side of each partition's proof printed to stderr: when each
+/// upload left the host and each step was queued or returned, in milliseconds from its
+/// start. Nothing is synchronized for it, so the proof runs as it would untraced.
 #[derive(Clone, Copy)]
 struct Timeline(Option<std::time::Instant>);
 
 impl Timeline {
     fn start() -> Timeline {
         static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let on = *ON.get_or_init(|| std::env::var("SNARKD_GPU_TRACE").as_deref() == Ok("stage"));
+        let on = *ON.get_or_init(|| std::env::var("SNARKD_GPU_TRACE").as_deref() == Ok("partition"));
         Timeline(on.then(std::time::Instant::now))
     }
 
     fn note(&self, what: &str) {
         if let Some(t0) = self.0 {
-            eprintln!("stage trace: {:9.3} ms {what}", t0.elapsed().as_secs_f64() * 1e3);
+            eprintln!("partition trace: {:9.3} ms {what}", t0.elapsed().as_secs_f64() * 1e3);
         }
     }
 }
 
-/// The steps [`StageOutput::steps`] times.
+/// The steps [`PartitionOutput::steps`] times.
 pub(crate) const STEPS: [&str; 6] = ["h (a, b uploads + 7 ntt + pointwise)", "H msm", "L msm (+ A's, B's scalars picked)", "A msm", "B_G1 msm", "B_G2 msm"];
 
-/// Runs the stage, with a and b from `prefetched` when the stage before uploaded them.
+/// Proves one partition, with a and b from `prefetched` when the partition before uploaded them.
 /// `uploaded` is called once a and b have left the host.
 pub(crate) fn run(
     dev: &GpuDevice,
-    bases: &StageBases<'_>,
-    inp: &StageInput<'_>,
+    bases: &PartitionBases<'_>,
+    inp: &PartitionInput<'_>,
     prefetched: Option<Prefetched>,
     uploaded: &mut dyn FnMut(),
-) -> Result<StageOutput, GpuError> {
+) -> Result<PartitionOutput, GpuError> {
     let (n_aux, n_a, n_b) = (inp.aux.len(), bases.a.len(), bases.b_g1.len());
     let tl = Timeline::start();
     let dom = Domain::cached(dev, inp.a.len())?;
@@ -145,7 +146,7 @@ pub(crate) fn run(
         }
         None => None,
     };
-    std::thread::scope(|scope| -> Result<StageOutput, GpuError> {
+    std::thread::scope(|scope| -> Result<PartitionOutput, GpuError> {
         let (a, b) = match prefetched {
             Some(p) => (Values::Device(p.a), Values::Device(p.b)),
             None => (Values::Host(inp.a), Values::Host(inp.b)),
@@ -163,7 +164,7 @@ pub(crate) fn run(
         // next proof's a and b, which follow it
         let (tx, rx) = std::sync::mpsc::channel::<Upload>();
         let mut up = Some(scope.spawn(move || -> Result<Option<Prefetched>, GpuError> {
-            // a send fails only when the stage has already given up on an error of its own
+            // a send fails only when the proof has already given up on an error of its own
             let _ = tx.send(dev.upload_async(Fr::as_device(inp.aux), aux_buf)?);
             tl.note("upload: aux staged");
             let (Some((next_a, next_b)), Some(bufs)) = (inp.next, next_bufs) else { return Ok(None) };
@@ -220,7 +221,7 @@ pub(crate) fn run(
             .windows(2)
             .map(|w| w[0].elapsed_ms(&w[1]).map_err(|e| dev.err("cuEventElapsedTime", e)))
             .collect::<Result<Vec<f32>, _>>()?;
-        Ok(StageOutput { h: g_h, l: g_l, a: g_a, b_g1: g_b1, b_g2: g_b2, next, steps })
+        Ok(PartitionOutput { h: g_h, l: g_l, a: g_a, b_g1: g_b1, b_g2: g_b2, next, steps })
     })
 }
 
@@ -263,7 +264,7 @@ impl QueryUpload {
     }
 }
 
-/// `sel`'s scalars picked from `aux` (on the device, in Montgomery form) by the stage's path,
+/// `sel`'s scalars picked from `aux` (on the device, in Montgomery form) by the proving path,
 /// for the self-test.
 pub(crate) fn select(dev: &GpuDevice, aux: &CudaSlice<DevFr>, sel: &Selection<'_>) -> Result<CudaSlice<DevFr>, GpuError> {
     let words = sel.aux.words().len();
