@@ -8,6 +8,7 @@ use blstrs::{Bls12, G1Affine, G2Affine};
 
 use bellperson::groth16::{PreparedVerifyingKey, VerifyingKey};
 
+pub mod bench;
 pub mod params;
 pub mod resident;
 pub mod source;

@@ -18,6 +18,7 @@ use crate::proofs::ProofKind;
 
 pub mod fuzz;
 pub mod paramgen;
+pub mod pipeline;
 pub mod reference;
 pub mod soak;
 pub mod testdata;

@@ -1,0 +1,291 @@
+//! `snarkctl bench pipeline`: the real engine (scheduler, budget, synthesis pool, device workers,
+//! verification) run in-process on full-size inputs, so 32 and 64 GiB proofs can be measured
+//! without sealing a sector or fetching the published parameters.
+//!
+//! The inputs are synthetic (`tools::synthetic`: real shapes, random values) and the parameters
+//! bench-only ([`BenchSrs`]: random points of the circuit's query lengths, in memory only), so
+//! every proof fails verification with `verification_failed` — which is the expected end of each
+//! job here and proves that nothing made from bench parameters can be returned. Everything before
+//! that point runs exactly as in the daemon. The query lengths come from one warm-up synthesis of
+//! each circuit, which is also the figure for a partition synthesized alone.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::engine::{Engine, EngineSettings, JobInfo, JobState, Sizing, SubmitOptions};
+use crate::error::ErrorCode;
+use crate::groth16::Witness;
+use crate::proofs::{ProofKind, ProofRequest};
+use crate::srs::bench::{BenchSrs, QueryLengths};
+use crate::srs::SrsSource;
+use crate::systemd::cgroup::MemoryLimit;
+use crate::units::Bytes;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct PipelineOptions {
+    /// Proofs of the main request submitted together for the sustained figure.
+    pub proofs: usize,
+    /// The memory limit the budget is derived from, as a cgroup's `memory.max` would give it.
+    pub memory_limit: Bytes,
+    /// Use the GPUs (`gpu.devices = all`); false proves on the CPU backend.
+    pub gpu: bool,
+}
+
+/// The figures `bench pipeline` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct PipelineReport {
+    pub kind: ProofKind,
+    pub partitions: usize,
+    pub proofs: usize,
+    pub cpus: usize,
+    pub devices: Vec<String>,
+    pub query_lengths: QueryLengths,
+    pub bench_srs_bytes: Bytes,
+    pub budget: Bytes,
+    pub budget_source: String,
+    pub synthesis_parallelism: usize,
+    /// One partition synthesized with nothing else running (the warm-up).
+    pub warmup_synthesis_s: f64,
+    /// One proof submitted alone: submit to its end.
+    pub one_proof_s: f64,
+    /// `proofs` proofs submitted together: wall time over the count.
+    pub sustained_s_per_proof: f64,
+    /// Per partition, from the jobs' timings: synthesis and proving (device) seconds.
+    pub synthesis_s_per_partition: f64,
+    pub prove_s_per_partition: f64,
+    /// Device busy time over wall time during the sustained run, per device.
+    pub device_busy_pct: Vec<f64>,
+    pub peak_rss: Bytes,
+    pub peak_budget_reserved: Bytes,
+    /// A WinningPoSt submitted while the sustained run is proving: submit to its end.
+    pub winning_latency_s: Option<f64>,
+    /// How each job ended (verification_failed is the expected end with bench parameters).
+    pub outcomes: Vec<String>,
+}
+
+/// Runs `main` alone once, then `opts.proofs` of it together, with `winning` (when given)
+/// submitted once the sustained run has its first partition proved.
+pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineOptions, progress: &dyn Fn(&str)) -> anyhow::Result<PipelineReport> {
+    ensure!(opts.proofs > 0, "--proofs must be at least 1");
+    let statement = crate::proofs::prepare(main).context("the main request does not parse")?;
+    let srs = Arc::new(BenchSrs::new());
+
+    progress(&format!("warm-up: synthesizing partition 1/{} of {} to size the bench-only parameters", statement.partitions(), main.kind()));
+    let started = Instant::now();
+    let witness = statement.synthesize(0).context("warm-up synthesis")?;
+    let warmup_synthesis_s = started.elapsed().as_secs_f64();
+    let query_lengths = lengths_of(&witness);
+    progress(&format!("warm-up: {warmup_synthesis_s:.1} s, {} constraints, {} aux, witness {}", witness.a.len(), witness.aux.len(), Bytes(witness.bytes())));
+    drop(witness);
+    let started = Instant::now();
+    srs.insert(&statement.circuit(), query_lengths, 1);
+    progress(&format!("bench-only parameters for {}: {} in {:.1} s", statement.circuit(), Bytes(srs.resident_bytes()), started.elapsed().as_secs_f64()));
+
+    let winning = match winning {
+        Some(req) => {
+            let st = crate::proofs::prepare(req).context("the WinningPoSt request does not parse")?;
+            ensure!(st.kind() == ProofKind::WinningPost, "the mid-run request must be a WinningPoSt, not {}", st.kind());
+            let w = st.synthesize(0).context("WinningPoSt warm-up synthesis")?;
+            srs.insert(&st.circuit(), lengths_of(&w), 2);
+            Some(req)
+        }
+        None => None,
+    };
+
+    let mut config = Config::default();
+    if !opts.gpu {
+        config.gpu.devices = crate::config::GpuDevices::None;
+    }
+    let (backends, notes) = crate::backends::for_config(&config);
+    for n in &notes {
+        progress(n);
+    }
+    let memory = MemoryLimit { bytes: opts.memory_limit, source: "bench: cgroup-style limit".into() };
+    let (budget, budget_source) = crate::engine::budget::witness_budget(config.memory.limit, &memory, srs.resident_bytes(), config.memory.reserve);
+    let sizing = Sizing::derive(budget, budget_source.clone(), config.memory.synthesis_parallelism);
+    let mut settings = EngineSettings::from_config(&config);
+    for limit in settings.queue_limits.values_mut() {
+        *limit = (*limit).max(opts.proofs as u32 + 1);
+    }
+    let engine = Engine::start(settings, sizing.clone(), backends, srs.clone() as Arc<dyn SrsSource>, crate::engine::assembly::groth16_verifier());
+    let devices: Vec<String> = engine.status().devices.iter().map(|d| d.name.clone()).collect();
+
+    let watch = Watch::start(engine.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut outcomes = vec![];
+
+    // One proof alone.
+    progress(&format!("one {} proof alone ({} partitions)", main.kind(), statement.partitions()));
+    let started = Instant::now();
+    let job = submit(&engine, main)?;
+    let info = runtime.block_on(wait(&engine, &job, progress))?;
+    let one_proof_s = started.elapsed().as_secs_f64();
+    outcomes.push(outcome(&info));
+    progress(&format!("one proof: {one_proof_s:.1} s ({})", outcomes[0]));
+
+    // The sustained run, with the WinningPoSt submitted once the first partition is proved.
+    progress(&format!("{} proofs together", opts.proofs));
+    let busy_before: Vec<f64> = engine.status().devices.iter().map(|d| d.busy_seconds).collect();
+    let started = Instant::now();
+    let jobs: Vec<_> = (0..opts.proofs).map(|_| submit(&engine, main)).collect::<anyhow::Result<_>>()?;
+    let mut winning_latency_s = None;
+    if let Some(req) = winning {
+        while engine.job(&jobs[0])?.partitions_done == 0 && !engine.job(&jobs[0])?.state.is_terminal() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let submitted = Instant::now();
+        let w = submit(&engine, req)?;
+        let info = runtime.block_on(wait(&engine, &w, &|_| {}))?;
+        winning_latency_s = Some(submitted.elapsed().as_secs_f64());
+        progress(&format!("WinningPoSt submitted mid-run: {:.2} s ({})", submitted.elapsed().as_secs_f64(), outcome(&info)));
+    }
+    let mut infos = vec![];
+    for j in &jobs {
+        infos.push(runtime.block_on(wait(&engine, j, progress))?);
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let busy: Vec<f64> = engine
+        .status()
+        .devices
+        .iter()
+        .zip(busy_before.iter().chain(std::iter::repeat(&0.0)))
+        .map(|(d, before)| 100.0 * (d.busy_seconds - before) / wall)
+        .collect();
+    let (peak_rss, peak_reserved) = watch.stop();
+    engine.shutdown();
+
+    let parts = (infos.len() * statement.partitions()).max(1) as f64;
+    let synthesis: f64 = infos.iter().map(|i| i.timings.synthesis.as_secs_f64()).sum();
+    let prove: f64 = infos.iter().map(|i| i.timings.prove.as_secs_f64()).sum();
+    outcomes.extend(infos.iter().map(outcome));
+    Ok(PipelineReport {
+        kind: main.kind(),
+        partitions: statement.partitions(),
+        proofs: opts.proofs,
+        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        devices,
+        query_lengths,
+        bench_srs_bytes: Bytes(srs.resident_bytes()),
+        budget,
+        budget_source,
+        synthesis_parallelism: sizing.synthesis_parallelism,
+        warmup_synthesis_s,
+        one_proof_s,
+        sustained_s_per_proof: wall / opts.proofs as f64,
+        synthesis_s_per_partition: synthesis / parts,
+        prove_s_per_partition: prove / parts,
+        device_busy_pct: busy,
+        peak_rss,
+        peak_budget_reserved: peak_reserved,
+        winning_latency_s,
+        outcomes,
+    })
+}
+
+impl PipelineReport {
+    pub fn summary(&self) -> String {
+        format!(
+            "{kind}, {parts} partitions, {cpus} cpus, devices [{devices}]\n\
+             bench-only parameters {srs}; budget {budget} ({source}); synthesis parallelism {par}\n\
+             warm-up synthesis of one partition alone: {warm:.1} s\n\
+             one proof alone: {one:.1} s\n\
+             {n} proofs together: {sus:.1} s per proof\n\
+             per partition: synthesis {syn:.1} s, prove {prove:.2} s; device busy {busy}\n\
+             peak RSS {rss}, peak budget reserved {res}\n\
+             WinningPoSt during the run: {win}\n\
+             outcomes: {outcomes} (verification_failed is expected: bench-only parameters)",
+            kind = self.kind,
+            parts = self.partitions,
+            cpus = self.cpus,
+            devices = self.devices.join(", "),
+            srs = self.bench_srs_bytes,
+            budget = self.budget,
+            source = self.budget_source,
+            par = self.synthesis_parallelism,
+            warm = self.warmup_synthesis_s,
+            one = self.one_proof_s,
+            n = self.proofs,
+            sus = self.sustained_s_per_proof,
+            syn = self.synthesis_s_per_partition,
+            prove = self.prove_s_per_partition,
+            busy = self.device_busy_pct.iter().map(|p| format!("{p:.0} %")).collect::<Vec<_>>().join(", "),
+            rss = self.peak_rss,
+            res = self.peak_budget_reserved,
+            win = self.winning_latency_s.map(|s| format!("{s:.2} s")).unwrap_or_else(|| "not run".into()),
+            outcomes = self.outcomes.join(", "),
+        )
+    }
+}
+
+/// The query lengths a witness implies (the relations `groth16::prover::check_shape` checks).
+pub fn lengths_of(w: &Witness) -> QueryLengths {
+    let b = w.b_input_density.count_ones() + w.b_aux_density.count_ones();
+    QueryLengths {
+        inputs: w.input.len(),
+        h: w.a.len().next_power_of_two() - 1,
+        l: w.aux.len(),
+        a: w.input.len() + w.a_aux_density.count_ones(),
+        b,
+    }
+}
+
+fn submit(engine: &Engine, req: &ProofRequest) -> anyhow::Result<crate::engine::JobId> {
+    let statement = crate::proofs::prepare(req)?;
+    Ok(engine.submit(statement, SubmitOptions::default())?.job_id)
+}
+
+/// Waits for a job to end, printing its progress every 10 s.
+async fn wait(engine: &Engine, job: &crate::engine::JobId, progress: &dyn Fn(&str)) -> anyhow::Result<JobInfo> {
+    loop {
+        match engine.await_job(job, Some(Duration::from_secs(10))).await {
+            Ok(crate::engine::AwaitOutcome::Pending(info)) => {
+                progress(&format!("  {} {}: {}/{} partitions, stage {:?}", info.kind, info.job_id, info.partitions_done, info.partitions, info.stage));
+            }
+            Ok(crate::engine::AwaitOutcome::Done { info, .. }) => return Ok(info),
+            Err(e) if e.code == ErrorCode::VerificationFailed => return Ok(engine.job(job)?),
+            Err(e) => bail!("job {job} failed before verification: {e}"),
+        }
+    }
+}
+
+fn outcome(info: &JobInfo) -> String {
+    match (&info.state, &info.error) {
+        (_, Some(e)) => e.name.to_string(),
+        (JobState::Done, None) => "verified".into(),
+        (state, None) => format!("{state:?}"),
+    }
+}
+
+/// Samples the process's RSS and the budget's reservation every 100 ms.
+struct Watch {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<(Bytes, Bytes)>,
+}
+
+impl Watch {
+    fn start(engine: Arc<Engine>) -> Watch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let (mut rss, mut reserved) = (0u64, 0u64);
+            while !flag.load(Ordering::Relaxed) {
+                rss = rss.max(crate::engine::metrics::rss_bytes());
+                reserved = reserved.max(engine.status().budget.reserved.get());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            (Bytes(rss), Bytes(reserved))
+        });
+        Watch { stop, handle }
+    }
+
+    fn stop(self) -> (Bytes, Bytes) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
