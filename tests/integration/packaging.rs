@@ -51,7 +51,7 @@ fn check_generated(committed: &Path, fresh: &str) {
     let first = current.lines().zip(fresh.lines()).position(|(a, b)| a != b).unwrap_or(0);
     panic!(
         "{} is out of date (first difference at line {}:\n  committed: {:?}\n  generated: {:?})\n\
-         regenerate it with: SNARKD_BLESS=1 cargo test --release --test packaging",
+         regenerate it with: SNARKD_BLESS=1 cargo test --release --test integration packaging::",
         committed.display(),
         first + 1,
         current.lines().nth(first).unwrap_or(""),
