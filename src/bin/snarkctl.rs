@@ -183,7 +183,7 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
             ensure_params(size, &params_dir).await?;
             let pd = params_dir.clone();
             let manifest = tokio::task::spawn_blocking(move || snarkd::tools::ensure_testdata(&pd, size)).await??;
-            let daemon = snarkd::tools::TempDaemon::start(&params_dir, "")?;
+            let daemon = snarkd::tools::TempDaemon::builder(&params_dir).start()?;
             eprintln!("soak: snarkd ready on {}; {clients} clients for {duration:?}", daemon.socket.display());
             let opts = snarkd::tools::soak::SoakOptions { clients, duration, malformed_every };
             let report = snarkd::tools::soak::run(&daemon, manifest, &opts).await;
@@ -270,7 +270,7 @@ async fn demo(sector_size: &str, params_dir: &std::path::Path) -> anyhow::Result
     let pd = params_dir.to_path_buf();
     let manifest = tokio::task::spawn_blocking(move || snarkd::tools::ensure_testdata(&pd, size)).await??;
     eprintln!("demo: sealed sector {} in {}", manifest.sector_number, manifest.dir.display());
-    let daemon = snarkd::tools::TempDaemon::start(params_dir, "")?;
+    let daemon = snarkd::tools::TempDaemon::builder(params_dir).start()?;
     eprintln!("demo: snarkd ready on {}", daemon.socket.display());
     let rows = snarkd::tools::prove_all(&daemon.client(), &manifest).await;
     daemon.stop()?;
