@@ -1,6 +1,6 @@
 // 32-bit multiply-add, add and subtract steps with the carry flag, as PTX on the device and as plain C++
-// on the host, where tests/ntt_mul_host.cpp checks the field arithmetic against big integers
-// without a GPU.
+// on the host, where cuda/test/host_field.cpp (run by tests/library/field_host.rs) checks the
+// field arithmetic against blstrs without a GPU.
 //
 // On the device each step is one volatile asm statement: nvcc keeps them in program order and
 // emits nothing between them that writes the carry flag (the chains in mont.cuh rely on it).

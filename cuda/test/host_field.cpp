@@ -1,7 +1,7 @@
 // Host build of the field arithmetic in cuda/ff (the PTX carry steps emulated in carry.cuh), so
 // the Montgomery multiplication the kernels use is checked on machines without a GPU.
-// tests/field_host.rs compiles this with the system C++ compiler and feeds it pairs of field
-// elements; each input line is "fp|fr|fp2 a0 .. aN-1 b0 .. bN-1" (hex u32 limbs, Montgomery
+// tests/library/field_host.rs compiles this with the system C++ compiler and feeds it pairs of
+// field elements; each input line is "fp|fr|fp2 a0 .. aN-1 b0 .. bN-1" (hex u32 limbs, Montgomery
 // form; an Fp2 element is c0's limbs then c1's), each output line the limbs of a·b, a + b,
 // a − b and a².
 #include "host_cuda.h"

@@ -1,7 +1,7 @@
 // Host build of the G1 MSM's windowed path (cuda/msm/pippenger.cuh), its kernels run one thread
 // at a time (cuda/test/host_cuda.h), so that the counting sort, the chunked bucket step with its
 // gather, the running sums and the row reduction are checked on machines without a GPU.
-// tests/msm_host.rs compiles this and compares the result with blstrs.
+// tests/library/msm_host.rs compiles this and compares the result with blstrs.
 //
 // Input (whitespace-separated hex): c wpt nseg n, then n bases (24 words each, affine, Montgomery,
 // blst layout), then n scalars (8 words each, canonical). Every scalar takes the windowed path

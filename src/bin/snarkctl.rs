@@ -181,7 +181,7 @@ async fn bench(what: BenchCommand, show: &dyn Fn(&Value, &dyn Fn(&Value) -> Stri
             ensure_params(size, &params_dir).await?;
             let pd = params_dir.clone();
             let manifest = tokio::task::spawn_blocking(move || snarkd::tools::ensure_testdata(&pd, size)).await??;
-            let daemon = snarkd::tools::TempDaemon::start(&params_dir, "")?;
+            let daemon = snarkd::tools::TempDaemon::builder(&params_dir).start()?;
             eprintln!("soak: snarkd ready on {}; {clients} clients for {duration:?}", daemon.socket.display());
             let opts = snarkd::tools::soak::SoakOptions { clients, duration, malformed_every };
             let report = snarkd::tools::soak::run(&daemon, manifest, &opts).await;
@@ -202,8 +202,8 @@ async fn bench(what: BenchCommand, show: &dyn Fn(&Value, &dyn Fn(&Value) -> Stri
             ensure_params(size, &params_dir).await?;
             let pd = params_dir.clone();
             let manifest = tokio::task::spawn_blocking(move || snarkd::tools::ensure_testdata(&pd, size)).await??;
-            let daemon = snarkd::tools::TempDaemon::start(&params_dir, "")?;
-            let grpc_socket = daemon.dir.join("cuzk.sock");
+            let daemon = snarkd::tools::TempDaemon::builder(&params_dir).start()?;
+            let grpc_socket = daemon.dir().join("cuzk.sock");
             eprintln!("transport: snarkd ready on {} and {}; {rounds} {kind} proofs each", daemon.socket.display(), grpc_socket.display());
             let report = snarkd::tools::transport::compare_prove(&daemon.socket, &grpc_socket, &manifest, kind, rounds).await;
             daemon.stop()?;
@@ -296,7 +296,7 @@ async fn demo(size: u64, params_dir: &std::path::Path) -> anyhow::Result<()> {
     let pd = params_dir.to_path_buf();
     let manifest = tokio::task::spawn_blocking(move || snarkd::tools::ensure_testdata(&pd, size)).await??;
     eprintln!("demo: sealed sector {} in {}", manifest.sector_number, manifest.dir.display());
-    let daemon = snarkd::tools::TempDaemon::start(params_dir, "")?;
+    let daemon = snarkd::tools::TempDaemon::builder(params_dir).start()?;
     eprintln!("demo: snarkd ready on {}", daemon.socket.display());
     let rows = snarkd::tools::prove_all(&daemon.client(), &manifest).await;
     daemon.stop()?;

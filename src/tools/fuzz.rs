@@ -2,9 +2,9 @@
 //! never a panic that escapes and never an unbounded allocation.
 //!
 //! One definition serves two drivers: `fuzz/` runs them coverage-guided under libFuzzer and
-//! AddressSanitizer (`cargo fuzz`), and `tests/fuzz.rs` replays the seed corpus and a bounded
-//! mutation run of each in every test run. The targets go through the same functions the daemon
-//! calls for `Snark.Submit`, so what is fuzzed is what is served.
+//! AddressSanitizer (`cargo fuzz`), and `tests/library/fuzz.rs` replays the seed corpus and a
+//! bounded mutation run of each in every test run. The targets go through the same functions the
+//! daemon calls for `Snark.Submit`, so what is fuzzed is what is served.
 
 use base64::Engine as _;
 use serde_json::{json, Value};

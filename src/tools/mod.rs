@@ -1,10 +1,9 @@
 //! The developer tools behind `snarkctl demo` and `snarkctl bench`: they seal a real 2 KiB sector,
-//! run a real daemon on a temporary socket, prove every kind through it, check each proof with
-//! filecoin-proofs-api's verifiers, and compare snarkd's prover with filecoin-proofs-api's own.
+//! run a real daemon on a temporary socket (`TempDaemon`, which the integration tests start too),
+//! prove every kind through it, check each proof with filecoin-proofs-api's verifiers, and compare
+//! snarkd's prover with filecoin-proofs-api's own.
 
-use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -21,82 +20,16 @@ pub mod paramgen;
 pub mod pipeline;
 pub mod reference;
 pub mod soak;
+mod temp_daemon;
 pub mod testdata;
 pub mod transport;
 
-/// A `snarkd` child process on a temporary socket, started the way systemd would start it.
-pub struct TempDaemon {
-    child: Child,
-    pub socket: PathBuf,
-    pub dir: PathBuf,
-}
+pub use temp_daemon::{Notifier, TempDaemon, TempDaemonBuilder};
 
-impl TempDaemon {
-    /// Starts `snarkd` (next to the running executable) and waits for its READY=1.
-    pub fn start(params_dir: &Path, extra_config: &str) -> anyhow::Result<TempDaemon> {
-        let dir = std::env::temp_dir().join(format!("snarkd-demo-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        let socket = dir.join("snarkd.sock");
-        let config = dir.join("snarkd.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[socket]\npath = \"{}\"\n[params]\ndir = \"{}\"\n[log]\ntarget = \"text\"\n{extra_config}",
-                socket.display(),
-                params_dir.display()
-            ),
-        )?;
-        let notify_path = dir.join("notify.sock");
-        let _ = std::fs::remove_file(&notify_path);
-        let notify = UnixDatagram::bind(&notify_path)?;
-        let exe = std::env::current_exe()?.with_file_name("snarkd");
-        let child = Command::new(&exe)
-            .arg("--config")
-            .arg(&config)
-            .env("NOTIFY_SOCKET", &notify_path)
-            .env_remove("JOURNAL_STREAM")
-            .stdin(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("snarkd.log"))?)
-            .spawn()
-            .with_context(|| format!("cannot start {}", exe.display()))?;
-        notify.set_read_timeout(Some(Duration::from_secs(120)))?;
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = notify.recv(&mut buf).context("snarkd sent no READY=1 within 120 s")?;
-            if String::from_utf8_lossy(&buf[..n]).lines().any(|l| l == "READY=1") {
-                break;
-            }
-        }
-        Ok(TempDaemon { child, socket, dir })
-    }
-
-    pub fn client(&self) -> Client {
-        Client::new(&self.socket)
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// SIGTERM, then waits for the drain and a clean exit.
-    pub fn stop(mut self) -> anyhow::Result<()> {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGTERM)?;
-        let status = self.child.wait()?;
-        if !status.success() {
-            bail!("snarkd exited with {status}; log in {}", self.dir.display());
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-        Ok(())
-    }
-}
-
-impl Drop for TempDaemon {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// Where the 2 KiB test parameters and test data are cached between runs, outside any checkout:
+/// `$SNARKD_TEST_PARAMS`, else `/var/tmp/snarkd-test-params`.
+pub fn test_params_dir() -> PathBuf {
+    std::env::var_os("SNARKD_TEST_PARAMS").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/var/tmp/snarkd-test-params"))
 }
 
 /// One row of the demo table.

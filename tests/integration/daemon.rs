@@ -7,12 +7,13 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use super::harness::{block_on, config_text, Daemon, SNARKD};
+use super::harness::{block_on, ctl, daemon, start, Daemon, SNARKCTL, SNARKD};
 use snarkd::error::ErrorCode;
+use snarkd::tools::Notifier;
 
 #[test]
 fn version_over_http_post_with_positional_params_and_meta() {
-    let d = Daemon::start("");
+    let d = start("");
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": "Snark.Version", "params": [], "meta": {"SpanContext": "AAAA"}});
     for path in ["/rpc/v0", "/"] {
         let (status, bytes) = block_on(d.client().post_raw(path, body.to_string().into_bytes())).unwrap();
@@ -29,7 +30,7 @@ fn version_over_http_post_with_positional_params_and_meta() {
 #[test]
 fn version_over_websocket() {
     use futures_util::{SinkExt, StreamExt};
-    let d = Daemon::start("");
+    let d = start("");
     block_on(async {
         let stream = tokio::net::UnixStream::connect(&d.socket).await.unwrap();
         let (mut ws, _) = tokio_tungstenite::client_async("ws://snarkd/rpc/v0", stream).await.expect("websocket handshake");
@@ -43,15 +44,15 @@ fn version_over_websocket() {
 
 #[test]
 fn version_via_snarkctl_human_and_json() {
-    let d = Daemon::start("");
-    let out = d.ctl(&["version"]);
+    let d = start("");
+    let out = ctl(&d, &["version"]);
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
-    let out = d.ctl(&["--json", "version"]);
+    let out = ctl(&d, &["--json", "version"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["api"], "v0");
     // A dead socket makes snarkctl fail, not hang or succeed.
-    let out = std::process::Command::new(super::harness::SNARKCTL)
+    let out = std::process::Command::new(SNARKCTL)
         .args(["--socket", "/nonexistent/snarkd.sock", "version"])
         .output()
         .unwrap();
@@ -61,34 +62,33 @@ fn version_via_snarkctl_human_and_json() {
 
 #[test]
 fn notify_ready_reload_stopping_and_clean_exit() {
-    let mut d = Daemon::spawn("", |_| {});
-    d.notify.wait_for("READY=1", Duration::from_secs(60));
+    let mut d = start("");
     // READY=1 only after the socket accepts connections.
     std::os::unix::net::UnixStream::connect(&d.socket).expect("socket accepts once READY=1 was sent");
     assert!(d.notify.seen.iter().all(|m| !m.contains("STOPPING")));
 
-    d.signal(Signal::SIGHUP);
-    let reloading = d.notify.wait_for("RELOADING=1", Duration::from_secs(30));
+    d.signal(Signal::SIGHUP).unwrap();
+    let reloading = d.wait_for("RELOADING=1", Duration::from_secs(30)).unwrap();
     assert!(
         reloading.lines().any(|l| l.starts_with("MONOTONIC_USEC=") && l[15..].parse::<u64>().is_ok()),
         "RELOADING=1 must travel with MONOTONIC_USEC in one datagram: {reloading:?}"
     );
-    d.notify.wait_for("READY=1", Duration::from_secs(30));
+    d.wait_for("READY=1", Duration::from_secs(30)).unwrap();
 
-    d.signal(Signal::SIGTERM);
-    d.notify.wait_for("STOPPING=1", Duration::from_secs(30));
-    let status = d.wait_exit(Duration::from_secs(60));
+    d.signal(Signal::SIGTERM).unwrap();
+    d.wait_for("STOPPING=1", Duration::from_secs(30)).unwrap();
+    let status = d.wait_exit(Duration::from_secs(60)).unwrap();
     assert_eq!(status.code(), Some(0), "{}", d.log_text());
     assert!(!d.socket.exists(), "socket file must be removed on exit");
 }
 
 #[test]
 fn status_lines_are_sent() {
-    let mut d = Daemon::start("");
+    let mut d = start("");
     let ready = d.notify.seen.last().unwrap().clone();
     assert!(ready.lines().any(|l| l.starts_with("STATUS=") && l.contains("queued")), "{ready:?}");
-    d.signal(Signal::SIGTERM);
-    d.wait_exit(Duration::from_secs(60));
+    d.signal(Signal::SIGTERM).unwrap();
+    d.wait_exit(Duration::from_secs(60)).unwrap();
 }
 
 #[test]
@@ -146,20 +146,20 @@ fn check_config_prints_effective_config_with_layers() {
 
 #[test]
 fn bad_config_on_sighup_and_reload_rpc_keeps_the_old_one() {
-    let mut d = Daemon::start("[queue]\nporep_c2 = 7\n");
+    let mut d = start("[queue]\nporep_c2 = 7\n");
     let good = std::fs::read_to_string(&d.config).unwrap();
     std::fs::write(&d.config, format!("{good}\n[bogus]\nkey = 1\n")).unwrap();
 
-    d.signal(Signal::SIGHUP);
-    d.notify.wait_for("RELOADING=1", Duration::from_secs(30));
-    d.notify.wait_for("READY=1", Duration::from_secs(30));
+    d.signal(Signal::SIGHUP).unwrap();
+    d.wait_for("RELOADING=1", Duration::from_secs(30)).unwrap();
+    d.wait_for("READY=1", Duration::from_secs(30)).unwrap();
     let status = block_on(d.client().call("Status", vec![])).expect("still serving after a bad reload");
     assert!(status["engine"]["queues"].as_array().unwrap().iter().any(|q| q["kind"] == "porep_c2" && q["limit"] == 7));
 
     let err = block_on(d.client().call("Reload", vec![])).unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::BadInput.code()));
     assert!(err.to_string().contains("bogus"), "{err}");
-    let out = d.ctl(&["reload"]);
+    let out = ctl(&d, &["reload"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"));
 
@@ -169,129 +169,79 @@ fn bad_config_on_sighup_and_reload_rpc_keeps_the_old_one() {
     assert!(r["applied"].as_array().unwrap().contains(&json!("queue.porep_c2")), "{r}");
     let status = block_on(d.client().call("Status", vec![])).unwrap();
     assert!(status["engine"]["queues"].as_array().unwrap().iter().any(|q| q["kind"] == "porep_c2" && q["limit"] == 9));
-    let moved = d.config.to_string_lossy().replace("snarkd.toml", "other.sock");
-    std::fs::write(&d.config, config_text(std::path::Path::new(&moved), "")).unwrap();
+    let moved = d.socket.with_file_name("other.sock");
+    std::fs::write(&d.config, good.replace(&d.socket.display().to_string(), &moved.display().to_string())).unwrap();
     let r = block_on(d.client().call("Reload", vec![])).unwrap();
     assert!(r["restart_required"].as_array().unwrap().contains(&json!("socket.path")), "{r}");
     assert!(block_on(d.client().call("Version", vec![])).is_ok(), "socket stays where it was until restart");
-    d.signal(Signal::SIGTERM);
-    assert_eq!(d.wait_exit(Duration::from_secs(60)).code(), Some(0));
+    d.signal(Signal::SIGTERM).unwrap();
+    assert_eq!(d.wait_exit(Duration::from_secs(60)).unwrap().code(), Some(0));
 }
 
-/// A daemon child that is killed when the test ends, also when it fails.
-struct Running(std::process::Child);
-
-impl std::ops::Deref for Running {
-    type Target = std::process::Child;
-    fn deref(&self) -> &std::process::Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Running {
-    fn deref_mut(&mut self) -> &mut std::process::Child {
-        &mut self.0
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts snarkd on a config whose [socket] section gets `socket_lines`, in a directory others
-/// can traverse, and waits until the socket accepts.
-fn start_custom_socket(socket_lines: &str) -> (Running, tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let socket = dir.path().join("s/snarkd.sock");
-    let text = config_text(&socket, "").replace("[socket]\n", &format!("[socket]\n{socket_lines}"));
-    let cfg = dir.path().join("c.toml");
-    std::fs::write(&cfg, text).unwrap();
-    let log = dir.path().join("log");
-    let child = std::process::Command::new(SNARKD)
-        .arg("--config")
-        .arg(&cfg)
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let child = Running(child);
-    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
-        assert!(std::time::Instant::now() < deadline, "socket never accepted");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (child, dir, socket, log)
+/// Starts snarkd with `socket_lines` in its config's [socket] section.
+fn start_custom_socket(socket_lines: &str) -> Daemon {
+    daemon().socket_config(socket_lines).start().unwrap()
 }
 
 #[test]
 fn socket_mode_and_group_follow_config() {
-    let (mut child, _dir, socket, _) = start_custom_socket("mode = \"0640\"\ngroup = \"65534\"\n");
-    let meta = std::fs::metadata(&socket).expect("socket created");
+    let d = start_custom_socket("mode = \"0640\"\ngroup = \"65534\"\n");
+    let meta = std::fs::metadata(&d.socket).expect("socket created");
     assert_eq!(meta.permissions().mode() & 0o777, 0o640);
     assert_eq!(meta.gid(), 65534);
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]
 fn peer_not_on_allow_list_gets_permission_denied() {
     // A world-connectable socket, so the refusal comes from snarkd's SO_PEERCRED check.
-    let (mut child, dir, socket, log) = start_custom_socket("mode = \"0666\"\n");
-    std::fs::set_permissions(socket.parent().unwrap(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut d = start_custom_socket("mode = \"0666\"\n");
+    for dir in [d.dir(), d.socket.parent().unwrap()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", super::harness::SNARKCTL, "--socket"])
-        .arg(&socket)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", SNARKCTL, "--socket"])
+        .arg(&d.socket)
         .arg("version")
         .output()
         .expect("setpriv (util-linux) is installed");
     assert!(!out.status.success(), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("permission_denied ({})", ErrorCode::PermissionDenied.code())), "{err}");
-    assert!(block_on(snarkd::client::Client::new(&socket).call("Version", vec![])).is_ok(), "root stays allowed");
-    let _ = child.kill();
-    let _ = child.wait();
-    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(block_on(d.client().call("Version", vec![])).is_ok(), "root stays allowed");
+    d.signal(Signal::SIGKILL).unwrap();
+    d.wait_exit(Duration::from_secs(10)).unwrap();
+    let logged = d.log_text();
     assert!(logged.contains("uid 65534") && logged.contains("pid "), "{logged}");
-    drop(dir);
 }
 
 #[test]
 fn second_daemon_on_a_live_socket_refuses_and_stale_socket_is_replaced() {
-    let d = Daemon::start("");
+    let mut d = start("");
     let out = std::process::Command::new(SNARKD).arg("--config").arg(&d.config).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("already serving"), "{out:?}");
     assert!(block_on(d.client().call("Version", vec![])).is_ok(), "first daemon unharmed");
-    let config = d.config.clone();
-    let socket = d.socket.clone();
-    let dir = d.dir.path().to_path_buf();
-    // kill -9 leaves a stale socket behind; the next start removes it and serves.
-    let mut d = d;
-    d.signal(Signal::SIGKILL);
-    let _ = d.child.wait();
-    assert!(socket.exists());
-    let keep = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
-    std::mem::forget(keep);
-    let mut notify = super::harness::Notifier::bind(&tempfile::tempdir().unwrap().keep());
+    // kill -9 leaves a stale socket behind; the next start on that config removes it and serves.
+    d.signal(Signal::SIGKILL).unwrap();
+    d.wait_exit(Duration::from_secs(10)).unwrap();
+    assert!(d.socket.exists());
+    let mut notify = Notifier::bind(&d.dir().join("notify2.sock")).unwrap();
     let mut child = std::process::Command::new(SNARKD)
         .arg("--config")
-        .arg(&config)
-        .env("NOTIFY_SOCKET", &notify.path)
-        .stderr(std::fs::File::create(dir.join("log2")).unwrap())
+        .arg(&d.config)
+        .env("NOTIFY_SOCKET", notify.path())
+        .stderr(std::fs::File::create(d.dir().join("log2")).unwrap())
         .spawn()
         .unwrap();
-    notify.wait_for("READY=1", Duration::from_secs(60));
-    assert!(block_on(snarkd::client::Client::new(&socket).call("Version", vec![])).is_ok());
+    notify.wait_for("READY=1", Duration::from_secs(60), &mut child).unwrap();
+    assert!(block_on(d.client().call("Version", vec![])).is_ok());
     let _ = child.kill();
     let _ = child.wait();
 }
 
 #[test]
 fn oversized_request_gets_a_json_rpc_error() {
-    let d = Daemon::start("");
+    let d = start("");
     let big = json!({"jsonrpc": "2.0", "id": 1, "method": "Snark.Submit", "params": [{"kind": "porep_c2", "c1_output": "A".repeat(300 << 20)}]});
     let (status, bytes) = block_on(d.client().post_raw("/rpc/v0", big.to_string().into_bytes())).unwrap();
     assert_eq!(status, 200);
@@ -303,7 +253,7 @@ fn oversized_request_gets_a_json_rpc_error() {
 
 #[test]
 fn malformed_and_unknown_requests_get_codes() {
-    let d = Daemon::start("");
+    let d = start("");
     let c = d.client();
     let e = block_on(c.call("Submit", vec![json!({"kind": "teleport"})])).unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::BadInput.code()));
@@ -324,7 +274,7 @@ fn malformed_and_unknown_requests_get_codes() {
 fn metrics_are_served_on_a_configured_loopback_port_only() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     // A bare port binds loopback only.
-    let d = Daemon::start(&format!("[metrics]\nlisten = \"{port}\"\n"));
+    let d = start(&format!("[metrics]\nlisten = \"{port}\"\n"));
     let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
     let local = format!("0100007F:{port:04X}");
     assert!(tcp.lines().any(|l| l.split_whitespace().nth(1) == Some(local.as_str())), "not on 127.0.0.1:{port}:\n{tcp}");
@@ -337,8 +287,8 @@ fn metrics_are_served_on_a_configured_loopback_port_only() {
     assert!(text.starts_with("HTTP/1.1 200") && text.contains("snarkd_budget_limit_bytes"), "{text}");
     drop(d);
     // Without the key there is no TCP listener at all.
-    let d = Daemon::start("");
-    let pid = d.child.id();
+    let d = start("");
+    let pid = d.pid();
     let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
     let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
@@ -410,8 +360,8 @@ fn websocket(socket: &std::path::Path) -> Option<std::os::unix::net::UnixStream>
     read_response(&mut s)?.starts_with("HTTP/1.1 101").then_some(s)
 }
 
-/// Opens connections with `open` until two hold a slot (one may be refused while the start-up
-/// probe's connection still holds its own), checks that the next call gets queue_full, closes
+/// Opens connections with `open` until two hold a slot (one may be refused while a connection
+/// closed just before still holds its own), checks that the next call gets queue_full, closes
 /// them and waits until calls go through again.
 fn fill_both_slots(socket: &std::path::Path, open: fn(&std::path::Path) -> Option<std::os::unix::net::UnixStream>) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -436,27 +386,27 @@ fn fill_both_slots(socket: &std::path::Path, open: fn(&std::path::Path) -> Optio
 
 #[test]
 fn connections_past_the_limit_get_queue_full_and_slots_come_back() {
-    let (mut child, _dir, socket, log) = start_custom_socket("max_connections = 2\n");
+    let mut d = start_custom_socket("max_connections = 2\n");
     // Idle kept-alive HTTP connections, refused at accept, and open WebSockets, which count
     // against the same limit inside jsonrpsee: both answer with the JSON-RPC error.
-    fill_both_slots(&socket, kept_alive);
-    fill_both_slots(&socket, websocket);
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(std::fs::read_to_string(&log).unwrap().contains("connection limit 2 reached"));
+    fill_both_slots(&d.socket, kept_alive);
+    fill_both_slots(&d.socket, websocket);
+    d.signal(Signal::SIGKILL).unwrap();
+    d.wait_exit(Duration::from_secs(10)).unwrap();
+    assert!(d.log_text().contains("connection limit 2 reached"));
 }
 
 #[test]
 fn slow_loris_requests_time_out_without_reaching_the_engine() {
-    let (mut child, _dir, socket, log) = start_custom_socket("max_connections = 3\nrequest_timeout = \"1s\"\n");
+    let mut d = start_custom_socket("max_connections = 3\nrequest_timeout = \"1s\"\n");
     let started = std::time::Instant::now();
     // Headers that never finish, a body that never finishes, and a connection that never speaks.
-    let mut headers = stalled(&socket, b"POST /rpc/v0 HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n");
+    let mut headers = stalled(&d.socket, b"POST /rpc/v0 HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n");
     let mut body = stalled(
-        &socket,
+        &d.socket,
         b"POST /rpc/v0 HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n{\"jsonrpc\":\"2.0\",",
     );
-    let mut idle = stalled(&socket, b"");
+    let mut idle = stalled(&d.socket, b"");
     let (_, closed) = read_until_closed(&mut headers, Duration::from_secs(10));
     assert!(closed, "a connection with unfinished headers stays open");
     let (answer, closed) = read_until_closed(&mut body, Duration::from_secs(10));
@@ -467,11 +417,11 @@ fn slow_loris_requests_time_out_without_reaching_the_engine() {
     assert!(started.elapsed() < Duration::from_secs(8), "timed out after {:?}", started.elapsed());
 
     // Nothing reached the engine, and the slots are free again.
-    let status = block_on(snarkd::client::Client::new(&socket).call("Status", vec![])).expect("serves after the stalls");
+    let status = block_on(d.client().call("Status", vec![])).expect("serves after the stalls");
     let engine = &status["engine"];
     assert_eq!(engine["budget"]["reserved"], 0, "{engine}");
     assert!(engine["queues"].as_array().unwrap().iter().all(|q| q["running"] == 0), "{engine}");
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(std::fs::read_to_string(&log).unwrap().contains("not received within socket.request_timeout"));
+    d.signal(Signal::SIGKILL).unwrap();
+    d.wait_exit(Duration::from_secs(10)).unwrap();
+    assert!(d.log_text().contains("not received within socket.request_timeout"));
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use snarkd::error::ErrorCode;
 use snarkd::proofs::ProofKind;
 
-use super::harness::{block_on, prove, request, test_params_dir, Daemon, SNARKCTL, SNARKD};
+use super::harness::{block_on, daemon, prove, request, test_params_dir, SNARKCTL, SNARKD};
 
 #[test]
 fn a_params_file_corrupted_mid_file_is_caught_at_load() {
@@ -26,9 +26,7 @@ fn a_params_file_corrupted_mid_file_is_caught_at_load() {
     }
     std::fs::write(&params, bytes).unwrap();
 
-    let d = Daemon::start_with("", |c| {
-        c.args(["--params-dir", dir.path().to_str().unwrap()]);
-    });
+    let d = daemon().args(["--params-dir", dir.path().to_str().unwrap()]).start().unwrap();
     let e = prove(&d, req).unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::ParamsMissing.code()), "{e}");
     let msg = e.to_string();
@@ -46,9 +44,7 @@ fn an_unreadable_params_dir_is_a_clear_error_not_a_hang() {
     let dir = tempfile::tempdir().unwrap();
     let not_a_dir = dir.path().join("params");
     std::fs::write(&not_a_dir, b"not a directory").unwrap();
-    let d = Daemon::start_with("", |c| {
-        c.args(["--params-dir", not_a_dir.to_str().unwrap()]);
-    });
+    let d = daemon().args(["--params-dir", not_a_dir.to_str().unwrap()]).start().unwrap();
     let started = Instant::now();
     let e = prove(&d, request(ProofKind::WinningPost)).unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());

@@ -11,7 +11,7 @@ use nix::sys::signal::Signal;
 use tonic::transport::Channel;
 use tonic::Code;
 
-use super::harness::{block_on, manifest, request, test_params_dir, Daemon};
+use super::harness::{block_on, daemon, manifest, request, start, test_params_dir, Daemon};
 use snarkd::grpc::pb::await_proof_response::Status as Outcome;
 use snarkd::grpc::pb::proving_engine_client::ProvingEngineClient;
 use snarkd::grpc::pb::{self, SubmitProofRequest};
@@ -63,7 +63,7 @@ fn assert_status(s: &tonic::Status, code: Code, parts: &[&str]) {
 
 #[test]
 fn every_method_answers() {
-    let d = Daemon::start("");
+    let d = start("");
     block_on(async {
         let mut c = connect(&d).await;
 
@@ -122,7 +122,7 @@ fn every_method_answers() {
 
 #[test]
 fn every_kind_proves_in_curios_layout_and_verifies() {
-    let d = Daemon::start("");
+    let d = start("");
     block_on(async {
         let mut c = connect(&d).await;
         for kind in [ProofKind::WindowPost, ProofKind::WinningPost, ProofKind::SnapDeals, ProofKind::PorepC2] {
@@ -154,7 +154,7 @@ fn every_kind_proves_in_curios_layout_and_verifies() {
 
 #[test]
 fn a_message_near_the_256_mib_limit_is_read_and_judged() {
-    let d = Daemon::start("");
+    let d = start("");
     block_on(async {
         let mut c = connect(&d).await;
         // Far over tonic's 4 MiB default, just under Curio's 256 MiB: the daemon must read it all
@@ -168,7 +168,7 @@ fn a_message_near_the_256_mib_limit_is_read_and_judged() {
 
 #[test]
 fn bad_inputs_are_invalid_argument_naming_the_field() {
-    let d = Daemon::start("");
+    let d = start("");
     block_on(async {
         let mut c = connect(&d).await;
         let refused = |req: SubmitProofRequest| {
@@ -241,51 +241,43 @@ fn prove_in_background(socket: PathBuf, kind: ProofKind) -> std::thread::JoinHan
     })
 }
 
-/// Joins `thread` while reading the daemon's notify socket, as systemd does: a drain sends
-/// EXTEND_TIMEOUT_USEC every 10 s, and once a Unix datagram queue (10 deep) is full the daemon's
-/// next notification blocks, so a slow proof would stall a drain nobody reads.
-fn join_reading_notify<T>(d: &mut Daemon, thread: std::thread::JoinHandle<T>) -> T {
-    while !thread.is_finished() {
-        d.notify.recv(Duration::from_millis(200));
-    }
-    thread.join().unwrap()
-}
-
 #[test]
 fn sigterm_refuses_new_proofs_finishes_the_one_in_flight_and_removes_the_socket() {
-    let mut d = Daemon::start("");
+    let mut d = start("");
     let socket = grpc_socket(&d);
     let in_flight = prove_in_background(socket.clone(), ProofKind::PorepC2);
     block_on(async {
         let mut c = connect(&d).await;
         wait_running(&mut c, "porep-c2").await;
-        d.signal(Signal::SIGTERM);
-        d.notify.wait_for("STOPPING=1", Duration::from_secs(30));
+        d.signal(Signal::SIGTERM).unwrap();
+        d.wait_for("STOPPING=1", Duration::from_secs(30)).unwrap();
         let e = c.submit_proof(curio(ProofKind::WindowPost)).await.unwrap_err();
         assert_status(&e, Code::Unavailable, &["draining: "]);
         assert!(c.get_status(pb::GetStatusRequest {}).await.is_ok(), "the socket serves while draining");
     });
-    let r = join_reading_notify(&mut d, in_flight).expect("the in-flight Prove gets its answer");
+    // The notify socket is read meanwhile, as systemd reads it: a drain nobody reads would stall
+    // once its EXTEND_TIMEOUT_USEC messages fill the datagram queue.
+    let r = in_flight.join().unwrap().expect("the in-flight Prove gets its answer");
     assert_proved(ProofKind::PorepC2, &r);
-    assert_eq!(d.wait_exit(Duration::from_secs(120)).code(), Some(0));
+    assert_eq!(d.wait_exit(Duration::from_secs(120)).unwrap().code(), Some(0));
     assert!(!socket.exists(), "the gRPC socket is removed on stop");
     assert!(!d.socket.exists());
 }
 
 #[test]
 fn a_drain_timeout_ends_the_proof_in_flight_as_cancelled() {
-    let mut d = Daemon::start("[daemon]\ndrain_timeout = \"10ms\"\n");
+    let mut d = start("[daemon]\ndrain_timeout = \"10ms\"\n");
     let socket = grpc_socket(&d);
     let in_flight = prove_in_background(socket.clone(), ProofKind::PorepC2);
     block_on(async {
         let mut c = connect(&d).await;
         wait_running(&mut c, "porep-c2").await;
     });
-    d.signal(Signal::SIGTERM);
-    let r = join_reading_notify(&mut d, in_flight).expect("the in-flight Prove gets a reply");
+    d.signal(Signal::SIGTERM).unwrap();
+    let r = in_flight.join().unwrap().expect("the in-flight Prove gets a reply");
     assert_eq!(r.status, Outcome::Cancelled as i32, "{r:?}");
     assert!(r.error_message.starts_with("cancelled: ") && r.error_message.contains("drain_timeout"), "{r:?}");
-    assert_eq!(d.wait_exit(Duration::from_secs(60)).code(), Some(0));
+    assert_eq!(d.wait_exit(Duration::from_secs(60)).unwrap().code(), Some(0));
     assert!(!socket.exists());
 }
 
@@ -310,12 +302,8 @@ fn connect_as_nobody(path: &Path) -> std::os::unix::net::UnixStream {
 fn a_peer_off_the_allow_list_gets_permission_denied() {
     // A world-connectable socket owned by a group the test is not in, so the refusal comes from
     // the peer-credential check.
-    let d = Daemon::start_with("", |cmd| {
-        let config = cmd.get_args().skip_while(|a| *a != "--config").nth(1).expect("the harness passes --config");
-        let text = std::fs::read_to_string(config).unwrap();
-        std::fs::write(config, text.replace("[socket]\n", "[socket]\nmode = \"0666\"\ngroup = \"12345\"\n")).unwrap();
-    });
-    for dir in [d.dir.path(), d.socket.parent().unwrap()] {
+    let d = daemon().socket_config("mode = \"0666\"\ngroup = \"12345\"\n").start().unwrap();
+    for dir in [d.dir(), d.socket.parent().unwrap()] {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let stream = std::sync::Mutex::new(Some(connect_as_nobody(&grpc_socket(&d))));
@@ -344,7 +332,7 @@ fn a_peer_off_the_allow_list_gets_permission_denied() {
 #[test]
 fn grpc_and_json_rpc_prove_the_same_request_in_comparable_time() {
     let _ = request(ProofKind::WindowPost);
-    let d = Daemon::start("");
+    let d = start("");
     let report = block_on(compare_prove(&d.socket, &grpc_socket(&d), manifest(), ProofKind::WindowPost, 7))
         .unwrap_or_else(|e| panic!("{e:#}\n{}", d.log_text()));
     eprintln!(

@@ -1,153 +1,30 @@
-//! A small harness for the integration tests: a temp directory, a notify socket the test binds
-//! itself (playing systemd's part), and the real `snarkd` binary started against them.
+//! The integration tests' harness: the real `snarkd` of this build started by
+//! `snarkd::tools::TempDaemon` (the one `snarkctl demo` starts, playing systemd's part: a temp
+//! directory, a notify socket read the whole time, READY=1 awaited) on the cached 2 KiB test
+//! parameters, plus the sealed test sector and small helpers for calling and proving.
 
-use std::os::unix::net::UnixDatagram;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Output};
 
-use snarkd::client::Client;
+use snarkd::tools::TempDaemonBuilder;
+pub use snarkd::tools::{test_params_dir, TempDaemon as Daemon};
 
 pub const SNARKD: &str = env!("CARGO_BIN_EXE_snarkd");
 pub const SNARKCTL: &str = env!("CARGO_BIN_EXE_snarkctl");
 
-/// Where the 2 KiB test parameters are cached between runs, outside the checkout.
-pub fn test_params_dir() -> PathBuf {
-    std::env::var_os("SNARKD_TEST_PARAMS").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/var/tmp/snarkd-test-params"))
+/// A daemon of this build on the test parameters, to configure further before `start()`.
+pub fn daemon() -> TempDaemonBuilder {
+    Daemon::builder(&test_params_dir()).binary(SNARKD)
 }
 
-/// A datagram socket bound where `NOTIFY_SOCKET` points, collecting what the daemon sends.
-pub struct Notifier {
-    sock: UnixDatagram,
-    pub path: PathBuf,
-    pub seen: Vec<String>,
+/// Starts a daemon with `extra_config` appended to its config and waits for READY=1.
+pub fn start(extra_config: &str) -> Daemon {
+    daemon().config(extra_config).start().unwrap()
 }
 
-impl Notifier {
-    pub fn bind(dir: &Path) -> Notifier {
-        let path = dir.join("notify.sock");
-        let sock = UnixDatagram::bind(&path).expect("bind notify socket");
-        Notifier { sock, path, seen: vec![] }
-    }
-
-    /// The next datagram, or None after `timeout`.
-    pub fn recv(&mut self, timeout: Duration) -> Option<String> {
-        self.sock.set_read_timeout(Some(timeout)).unwrap();
-        let mut buf = vec![0u8; 8192];
-        match self.sock.recv(&mut buf) {
-            Ok(n) => {
-                let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
-                self.seen.push(msg.clone());
-                Some(msg)
-            }
-            Err(_) => None,
-        }
-    }
-
-    /// Reads datagrams until one has the line `line`; returns that datagram.
-    pub fn wait_for(&mut self, line: &str, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if let Some(msg) = self.recv(deadline.saturating_duration_since(Instant::now())) {
-                if msg.lines().any(|l| l == line) {
-                    return msg;
-                }
-            }
-        }
-        panic!("no {line:?} within {timeout:?}; saw {:?}", self.seen);
-    }
-}
-
-pub struct Daemon {
-    pub child: Child,
-    pub dir: tempfile::TempDir,
-    pub socket: PathBuf,
-    pub config: PathBuf,
-    pub notify: Notifier,
-    pub log: PathBuf,
-}
-
-/// Config text with the socket and params dir filled in; `extra` is appended verbatim.
-pub fn config_text(socket: &Path, extra: &str) -> String {
-    format!(
-        "[socket]\npath = \"{}\"\n[params]\ndir = \"{}\"\n[log]\ntarget = \"text\"\nlevel = \"info\"\n{extra}",
-        socket.display(),
-        test_params_dir().display()
-    )
-}
-
-impl Daemon {
-    /// Starts the real binary and waits for READY=1.
-    pub fn start(extra_config: &str) -> Daemon {
-        Self::start_with(extra_config, |_| {})
-    }
-
-    pub fn start_with(extra_config: &str, tweak: impl FnOnce(&mut Command)) -> Daemon {
-        let mut d = Self::spawn(extra_config, tweak);
-        let ready = d.notify.wait_for("READY=1", Duration::from_secs(120));
-        assert!(ready.contains("STATUS="), "READY should carry a STATUS line: {ready:?}");
-        d
-    }
-
-    /// Starts the real binary without waiting.
-    pub fn spawn(extra_config: &str, tweak: impl FnOnce(&mut Command)) -> Daemon {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let socket = dir.path().join("run/snarkd.sock");
-        let config = dir.path().join("snarkd.toml");
-        std::fs::write(&config, config_text(&socket, extra_config)).unwrap();
-        let notify = Notifier::bind(dir.path());
-        let log = dir.path().join("snarkd.log");
-        let mut cmd = Command::new(SNARKD);
-        cmd.arg("--config")
-            .arg(&config)
-            .env("NOTIFY_SOCKET", &notify.path)
-            .env_remove("JOURNAL_STREAM")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(dir.path().join("snarkd.out")).unwrap())
-            .stderr(std::fs::File::create(&log).unwrap());
-        tweak(&mut cmd);
-        let child = cmd.spawn().expect("start snarkd");
-        Daemon { child, dir, socket, config, notify, log }
-    }
-
-    pub fn client(&self) -> Client {
-        Client::new(&self.socket)
-    }
-
-    pub fn signal(&self, sig: nix::sys::signal::Signal) {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig).expect("send signal");
-    }
-
-    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("snarkd did not exit within {timeout:?}; log:\n{}", self.log_text());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    pub fn ctl(&self, args: &[&str]) -> std::process::Output {
-        Command::new(SNARKCTL).arg("--socket").arg(&self.socket).args(args).output().expect("run snarkctl")
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// Runs this build's `snarkctl` against `d`'s socket.
+pub fn ctl(d: &Daemon, args: &[&str]) -> Output {
+    Command::new(SNARKCTL).arg("--socket").arg(&d.socket).args(args).output().expect("run snarkctl")
 }
 
 /// A current-thread runtime for driving the async client from a plain #[test].

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use super::harness::{block_on, manifest, proof_bytes, prove, request, test_params_dir, Daemon};
+use super::harness::{block_on, daemon, manifest, proof_bytes, prove, request, start, test_params_dir};
 use snarkd::error::ErrorCode;
 use snarkd::tools::reference::{use_parameter_dir, verify_with_api};
 use snarkd::proofs::ProofKind;
@@ -20,7 +20,7 @@ fn api_accepts(kind: ProofKind, proof: &[u8]) -> bool {
 
 #[test]
 fn every_kind_proves_through_the_daemon_and_verifies_with_the_api() {
-    let d = Daemon::start("");
+    let d = start("");
     for kind in [ProofKind::WindowPost, ProofKind::WinningPost, ProofKind::SnapDeals, ProofKind::PorepC2] {
         let r = prove(&d, request(kind)).unwrap_or_else(|e| panic!("{kind}: {e}\n{}", d.log_text()));
         assert_eq!(r["state"], "done");
@@ -43,7 +43,7 @@ fn every_kind_proves_through_the_daemon_and_verifies_with_the_api() {
 #[test]
 fn the_api_prover_and_snarkd_both_verify_on_the_same_inputs() {
     use_parameter_dir(&test_params_dir()).unwrap();
-    let d = Daemon::start("");
+    let d = start("");
     let kind = ProofKind::WindowPost;
     let theirs = snarkd::tools::reference::prove_with_api(manifest(), kind).unwrap();
     let ours = proof_bytes(&prove(&d, request(kind)).unwrap());
@@ -53,9 +53,7 @@ fn the_api_prover_and_snarkd_both_verify_on_the_same_inputs() {
 
 #[test]
 fn a_wrong_prover_id_or_a_tampered_witness_gets_verification_failed() {
-    let d = Daemon::start_with("", |c| {
-        c.env("SNARKD_FAULTS", "0=corrupt-witness");
-    });
+    let d = daemon().env("SNARKD_FAULTS", "0=corrupt-witness").start().unwrap();
     let mut porep = request(ProofKind::PorepC2);
     porep["miner_id"] = json!(1001);
     let e = prove(&d, porep).unwrap_err();
@@ -67,7 +65,7 @@ fn a_wrong_prover_id_or_a_tampered_witness_gets_verification_failed() {
 
 #[test]
 fn bad_inputs_get_their_codes_and_the_daemon_keeps_serving() {
-    let d = Daemon::start("");
+    let d = start("");
     let code = |req: Value| prove(&d, req).unwrap_err().code();
 
     let mut r = request(ProofKind::PorepC2);
@@ -102,9 +100,7 @@ fn bad_inputs_get_their_codes_and_the_daemon_keeps_serving() {
 #[test]
 fn a_missing_params_file_is_named() {
     let empty = tempfile::tempdir().unwrap();
-    let d = Daemon::start_with("", |c| {
-        c.args(["--params-dir", empty.path().to_str().unwrap()]);
-    });
+    let d = daemon().args(["--params-dir", empty.path().to_str().unwrap()]).start().unwrap();
     let e = prove(&d, request(ProofKind::WindowPost)).unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::ParamsMissing.code()), "{e}");
     let msg = e.to_string();
@@ -114,7 +110,7 @@ fn a_missing_params_file_is_named() {
 
 #[test]
 fn sigterm_lets_the_job_in_flight_finish_and_refuses_new_ones() {
-    let mut d = Daemon::start("");
+    let mut d = start("");
     let client = d.client();
     let waiter = std::thread::spawn(move || block_on(client.call("Prove", vec![request(ProofKind::PorepC2)])));
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -127,13 +123,13 @@ fn sigterm_lets_the_job_in_flight_finish_and_refuses_new_ones() {
         assert!(Instant::now() < deadline, "PoRep never started");
         std::thread::sleep(Duration::from_millis(50));
     }
-    d.signal(Signal::SIGTERM);
-    d.notify.wait_for("STOPPING=1", Duration::from_secs(30));
+    d.signal(Signal::SIGTERM).unwrap();
+    d.wait_for("STOPPING=1", Duration::from_secs(30)).unwrap();
     let e = prove(&d, request(ProofKind::WindowPost)).unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::Draining.code()), "{e}");
     let r = waiter.join().unwrap().expect("the in-flight job's result reaches its client");
     assert!(api_accepts(ProofKind::PorepC2, &proof_bytes(&r)));
-    assert_eq!(d.wait_exit(Duration::from_secs(120)).code(), Some(0));
+    assert_eq!(d.wait_exit(Duration::from_secs(120)).unwrap().code(), Some(0));
     assert!(!d.socket.exists());
     while d.notify.recv(Duration::from_millis(200)).is_some() {}
     assert!(d.notify.seen.iter().any(|m| m.contains("EXTEND_TIMEOUT_USEC=")), "{:?}", d.notify.seen);
@@ -141,7 +137,7 @@ fn sigterm_lets_the_job_in_flight_finish_and_refuses_new_ones() {
 
 #[test]
 fn winning_post_finishes_before_two_earlier_poreps_on_the_cpu_backend() {
-    let d = Daemon::start("");
+    let d = start("");
     let c = d.client();
     // Warm the WinningPoSt parameters so the race is about scheduling, not loading.
     prove(&d, request(ProofKind::WinningPost)).unwrap();
@@ -171,14 +167,12 @@ fn journal_entries_carry_job_fields() {
     let journal = UnixDatagram::bind(dir.path().join("socket")).unwrap();
     journal.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     std::fs::create_dir_all("/run/systemd/journal").expect("create /run/systemd/journal (tests run as root)");
-    let d = Daemon::start_with("", |c| {
+    let mount = format!("mount --bind {} /run/systemd/journal && exec \"$0\" \"$@\" --log-target journal", dir.path().display());
+    let d = daemon().wrap(move |c| {
         let program = c.get_program().to_os_string();
         let args: Vec<_> = c.get_args().map(|a| a.to_os_string()).collect();
         let mut sh = std::process::Command::new("unshare");
-        sh.arg("-m").arg("sh").arg("-c").arg(format!(
-            "mount --bind {} /run/systemd/journal && exec \"$0\" \"$@\" --log-target journal",
-            dir.path().display()
-        ));
+        sh.arg("-m").arg("sh").arg("-c").arg(mount);
         sh.arg(program).args(args);
         for (k, v) in c.get_envs() {
             match v {
@@ -187,7 +181,9 @@ fn journal_entries_carry_job_fields() {
             };
         }
         *c = sh;
-    });
+    })
+    .start()
+    .unwrap();
     // Read continuously, as journald does: a datagram socket's queue is short, and a logger
     // blocks when it is full.
     let reader = std::thread::spawn(move || {
@@ -241,9 +237,7 @@ fn parse_journal_entry(mut data: &[u8]) -> HashMap<String, String> {
 
 #[test]
 fn a_backend_panic_fails_that_job_alone() {
-    let d = Daemon::start_with("", |c| {
-        c.env("SNARKD_FAULTS", "0=panic-once");
-    });
+    let d = daemon().env("SNARKD_FAULTS", "0=panic-once").start().unwrap();
     let e = prove(&d, request(ProofKind::WindowPost)).unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::Internal.code()), "{e}");
     assert!(e.to_string().contains("panicked"), "{e}");
@@ -253,9 +247,7 @@ fn a_backend_panic_fails_that_job_alone() {
 
 #[test]
 fn a_device_error_retries_on_another_worker_and_marks_the_device_degraded() {
-    let d = Daemon::start_with("[proving]\ncpu_workers = 2\n", |c| {
-        c.env("SNARKD_FAULTS", "0=device-error");
-    });
+    let d = daemon().config("[proving]\ncpu_workers = 2\n").env("SNARKD_FAULTS", "0=device-error").start().unwrap();
     for _ in 0..3 {
         let r = prove(&d, request(ProofKind::WindowPost)).expect("retried on the healthy worker");
         assert!(api_accepts(ProofKind::WindowPost, &proof_bytes(&r)));
@@ -270,7 +262,7 @@ fn a_device_error_retries_on_another_worker_and_marks_the_device_degraded() {
 
 #[test]
 fn a_client_that_disconnects_mid_prove_can_reattach_by_request_id() {
-    let d = Daemon::start("");
+    let d = start("");
     let mut req = request(ProofKind::WindowPost);
     req["request_id"] = json!("curio-task-42");
     let client = d.client();
@@ -288,7 +280,7 @@ fn a_client_that_disconnects_mid_prove_can_reattach_by_request_id() {
 #[test]
 fn preload_and_evict_by_kind_and_sector_size() {
     let _ = request(ProofKind::WindowPost);
-    let d = Daemon::start("");
+    let d = start("");
     let r = block_on(d.client().call("Preload", vec![json!("window_post:2KiB")])).unwrap();
     assert!(r["bytes"].as_u64().unwrap() > 0, "{r}");
     let s = block_on(d.client().call("Status", vec![])).unwrap();

@@ -1,4 +1,4 @@
-//! Shared by the host builds of kernel sources (tests/field_host.rs, tests/msm_host.rs): compiling
+//! Shared by the host builds of kernel sources (field_host, msm_host): compiling
 //! a cuda/test program with the system C++ compiler, feeding it text and reading hex words back.
 
 use std::io::Write;

@@ -8,15 +8,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::CommandFactory;
+use snarkd::tools::Notifier;
 
-const SNARKD: &str = env!("CARGO_BIN_EXE_snarkd");
-const SNARKCTL: &str = env!("CARGO_BIN_EXE_snarkctl");
+use super::harness::{SNARKCTL, SNARKD};
 
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -51,7 +50,7 @@ fn check_generated(committed: &Path, fresh: &str) {
     let first = current.lines().zip(fresh.lines()).position(|(a, b)| a != b).unwrap_or(0);
     panic!(
         "{} is out of date (first difference at line {}:\n  committed: {:?}\n  generated: {:?})\n\
-         regenerate it with: SNARKD_BLESS=1 cargo test --release --test packaging",
+         regenerate it with: SNARKD_BLESS=1 cargo test --release --test integration packaging::",
         committed.display(),
         first + 1,
         current.lines().nth(first).unwrap_or(""),
@@ -265,22 +264,14 @@ impl Service {
     }
 }
 
-fn wait_for(notify: &UnixDatagram, what: &str, child: &mut Child) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut buf = [0u8; 4096];
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            let mut err = String::new();
+fn wait_for(notify: &mut Notifier, what: &str, child: &mut Child) {
+    if let Err(e) = notify.wait_for(what, Duration::from_secs(30), child) {
+        let mut err = String::new();
+        if child.try_wait().ok().flatten().is_some() {
             child.stderr.take().map(|mut e| e.read_to_string(&mut err));
-            panic!("daemon exited with {status} before {what}:\n{err}");
         }
-        if let Ok(n) = notify.recv(&mut buf) {
-            if String::from_utf8_lossy(&buf[..n]).lines().any(|l| l == what) {
-                return;
-            }
-        }
+        panic!("{e:#}\n{err}");
     }
-    panic!("no {what} from the daemon within 30 s");
 }
 
 fn text(out: &Output) -> String {
@@ -306,17 +297,15 @@ fn packaged_exec_start_and_exec_reload_drive_a_real_daemon() {
     env.push(("SNARKD_SOCKET".into(), socket.display().to_string()));
     let service = Service { unit, env, config: config.clone() };
 
-    let notify_path = dir.path().join("notify");
-    let notify = UnixDatagram::bind(&notify_path).unwrap();
-    notify.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let mut notify = Notifier::bind(&dir.path().join("notify")).unwrap();
     let mut daemon = service
         .command("ExecStart")
-        .env("NOTIFY_SOCKET", &notify_path)
+        .env("NOTIFY_SOCKET", notify.path())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(&notify, "READY=1", &mut daemon);
+    wait_for(&mut notify, "READY=1", &mut daemon);
 
     // A good config (a live key changed) reloads, synchronously.
     std::fs::write(&config, format!("{good}level = \"debug\"\n")).unwrap();
@@ -335,7 +324,7 @@ fn packaged_exec_start_and_exec_reload_drive_a_real_daemon() {
 
     // SIGTERM drains and exits 0, as KillMode=mixed expects of the main process.
     unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
-    wait_for(&notify, "STOPPING=1", &mut daemon);
+    wait_for(&mut notify, "STOPPING=1", &mut daemon);
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Some(s) = daemon.try_wait().unwrap() {

@@ -16,10 +16,6 @@ use rand::{Rng, SeedableRng};
 const EXECUTIONS: usize = 50_000;
 const BUDGET: Duration = Duration::from_secs(20);
 
-fn params_dir() -> PathBuf {
-    std::env::var_os("SNARKD_TEST_PARAMS").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/var/tmp/snarkd-test-params"))
-}
-
 /// Values that break decoders: zero and maximal lengths, bincode's u64 length prefixes, JSON
 /// structure characters.
 const INTERESTING: &[&[u8]] = &[
@@ -69,7 +65,7 @@ fn mutate(rng: &mut StdRng, seed: &[u8], other: &[u8]) -> Vec<u8> {
 #[test]
 fn every_decoder_survives_seeds_and_mutations() {
     let out = tempfile::tempdir().unwrap();
-    let manifest = snarkd::tools::testdata::generate(2048, out.path(), &params_dir()).expect("seal a 2 KiB sector");
+    let manifest = snarkd::tools::testdata::generate(2048, out.path(), &snarkd::tools::test_params_dir()).expect("seal a 2 KiB sector");
     let seeds = snarkd::tools::fuzz::seeds(&manifest).unwrap();
     let seed: u64 = rand::random();
     eprintln!("mutation seed {seed} (set SNARKD_FUZZ_SEED to replay)");

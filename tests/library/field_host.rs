@@ -3,11 +3,9 @@
 //! does, so a wrong Montgomery multiplication is caught before any GPU sees it; the GPU
 //! self-test then checks the same code compiled for the device.
 
-mod host_cpp;
-
 use blstrs::{Fp, Scalar as Fr};
 use ff::Field;
-use host_cpp::words;
+use super::host_cpp::{self, words};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 

@@ -4,12 +4,10 @@
 //! at widths and group sizes that put buckets across many chunks, leave runs of empty buckets and
 //! split the scatter's windows into groups. The GPU self-test checks the same code on a device.
 
-mod host_cpp;
-
 use blstrs::{G1Affine, G1Projective, Scalar as Fr};
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
-use host_cpp::words;
+use super::host_cpp::{self, words};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use snarkd::gpu::DevG1Xyzz;

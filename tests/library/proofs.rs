@@ -25,16 +25,14 @@ const SECTOR_SIZE: u64 = 2048;
 fn params_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::var_os("SNARKD_TEST_PARAMS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/var/tmp/snarkd-test-params"));
+        let dir = tools::test_params_dir();
         use_parameter_dir(&dir).expect("parameter directory");
         dir
     })
     .clone()
 }
 
-/// One sealed sector shared by all tests of this binary.
+/// One sealed sector shared by all tests of this module.
 fn manifest() -> &'static Manifest {
     static MANIFEST: OnceLock<Manifest> = OnceLock::new();
     MANIFEST.get_or_init(|| {
