@@ -20,6 +20,7 @@ pub mod fuzz;
 pub mod paramgen;
 pub mod reference;
 pub mod soak;
+pub mod synthetic;
 pub mod testdata;
 pub mod transport;
 
