@@ -20,6 +20,7 @@ pub mod paramgen;
 pub mod pipeline;
 pub mod reference;
 pub mod soak;
+pub mod synthetic;
 mod temp_daemon;
 pub mod testdata;
 pub mod transport;
