@@ -256,9 +256,11 @@ impl Marks for SplitMarks {
 /// The constraint system each item of [`WitnessCs::fork_map`] runs in.
 pub struct ForkCs<'a>(Mode<'a>);
 
+// One per running fork, on its thread's stack: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Mode<'a> {
     /// Counting item 0. Values are still computed (the circuit's gadgets see what they would see
-    /// when filling), but no linear combination is built.
+    /// when filling), but no linear combination is evaluated.
     Count { shape: Shape, input_base: usize, aux_base: usize },
     Fill(Fill<'a>),
 }

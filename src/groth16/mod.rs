@@ -232,7 +232,10 @@ pub use verify::verify;
 
 #[cfg(test)]
 mod tests {
-    use super::Density;
+    use blstrs::Scalar as Fr;
+    use ff::Field;
+
+    use super::{Density, Witness};
 
     #[test]
     fn or_at_equals_setting_each_bit() {
@@ -250,6 +253,29 @@ mod tests {
         let mut grown = Density::all(70);
         grown.extend(&Density::all(70));
         assert_eq!(grown, Density::all(140));
+    }
+
+    #[test]
+    fn first_difference_names_the_field_and_place() {
+        let w = Witness {
+            a: vec![Fr::ONE; 3],
+            b: vec![Fr::ZERO; 3],
+            input: vec![Fr::ONE],
+            aux: vec![Fr::ONE; 2],
+            a_aux_density: Density::all(2),
+            b_input_density: Density::with_len(1),
+            b_aux_density: Density::all(2),
+        };
+        assert_eq!(w.first_difference(&w.clone()), None);
+        let mut other = w.clone();
+        other.b[2] = Fr::ONE;
+        assert_eq!(w.first_difference(&other).as_deref(), Some("b[2] differs"));
+        let mut other = w.clone();
+        other.aux.push(Fr::ONE);
+        assert_eq!(w.first_difference(&other).as_deref(), Some("aux has 2 values where the other has 3"));
+        let mut other = w.clone();
+        other.b_input_density.set(0);
+        assert_eq!(w.first_difference(&other).as_deref(), Some("b_input_density bit 0 differs"));
     }
 
     #[test]

@@ -605,7 +605,8 @@ mod tests {
     }
 
     /// For every partition of `kind`, the parallel witness equals the sequential one field by
-    /// field, and the proof made from it verifies with filecoin-proofs-api.
+    /// field (whether the items' shapes were counted or remembered), and the proof made from it
+    /// verifies with filecoin-proofs-api.
     fn parallel_witness_is_sequential_and_proves(kind: ProofKind) {
         let (dir, manifest) = sector();
         let statement = prepare_any(&manifest.request(kind).unwrap()).unwrap();
@@ -613,8 +614,11 @@ mod tests {
         let mut proof = Vec::new();
         for partition in 0..statement.partitions() {
             let sequential = statement.synthesize_sequential(partition).unwrap();
+            let counted = statement.synthesize(partition).unwrap();
+            assert_eq!(counted.first_difference(&sequential), None, "{kind} partition {partition}");
+            drop(counted);
             let parallel = statement.synthesize(partition).unwrap();
-            assert_eq!(parallel.first_difference(&sequential), None, "{kind} partition {partition}");
+            assert_eq!(parallel.first_difference(&sequential), None, "{kind} partition {partition}, shapes remembered");
             let (p, _) = CpuBackend::new().prove(parallel, &srs, &|_| {}).unwrap();
             p.write(&mut proof).unwrap();
         }
