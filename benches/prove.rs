@@ -2,13 +2,13 @@
 //! `create_random_proof` on the same mostly-boolean circuit in one run, and prints the ratio.
 //!
 //! `cargo bench --bench prove` runs 2^18 constraints; `SNARKD_BENCH_LOG=16` picks another size.
+//! Parameters are well-formed but not from a setup (multiples of the generators): building real
+//! ones would take longer than the proofs, and MSM cost does not depend on the discrete logs. Both
+//! provers must still produce the same proof for the same r, s, which the bench asserts.
 //!
 //! `cargo bench --bench prove -- synthesis [REQUEST.json …]` instead times one partition's
 //! sequential and parallel synthesis (`snarkd::tools::bench_synthesis`) of each request (JSON as
 //! `snarkctl` sends it), by default the four 2 KiB test requests made in `$SNARKD_TEST_PARAMS`.
-//! Parameters are well-formed but not from a setup (multiples of the generators): building real
-//! ones would take longer than the proofs, and MSM cost does not depend on the discrete logs. Both
-//! provers must still produce the same proof for the same r, s, which the bench asserts.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};

@@ -78,7 +78,9 @@ impl WitnessCs {
             None => {
                 let mut counter = ForkCs(Mode::Count { shape: Shape::default(), input_base, aux_base });
                 f(&mut counter, first.clone()).map_err(|source| ForkError::Item { item: 0, source })?;
-                let Mode::Count { shape: counted, .. } = counter.0 else { unreachable!("the counter was made counting") };
+                let Mode::Count { shape: counted, .. } = counter.0 else {
+                    unreachable!("the counter was made counting")
+                };
                 // another synthesis of this circuit may have counted meanwhile; it found the same
                 let _ = shape.0.set(counted);
                 counted
@@ -148,9 +150,7 @@ fn split_at_spare(v: &mut Vec<Fr>) -> (&[Fr], &mut [MaybeUninit<Fr>]) {
     let ptr = v.as_mut_ptr();
     // SAFETY: [0, len) is initialized and [len, capacity) allocated; the ranges are disjoint, and
     // both borrow `v` mutably for the returned lifetime, so `v` cannot move or change meanwhile.
-    unsafe {
-        (std::slice::from_raw_parts(ptr, len), std::slice::from_raw_parts_mut(ptr.add(len).cast(), spare))
-    }
+    unsafe { (std::slice::from_raw_parts(ptr, len), std::slice::from_raw_parts_mut(ptr.add(len).cast(), spare)) }
 }
 
 /// The first `n` slots of `size` elements of `spare`, in order.
@@ -261,7 +261,11 @@ pub struct ForkCs<'a>(Mode<'a>);
 enum Mode<'a> {
     /// Counting item 0. Values are still computed (the circuit's gadgets see what they would see
     /// when filling), but no linear combination is evaluated.
-    Count { shape: Shape, input_base: usize, aux_base: usize },
+    Count {
+        shape: Shape,
+        input_base: usize,
+        aux_base: usize,
+    },
     Fill(Fill<'a>),
 }
 
@@ -503,7 +507,8 @@ mod tests {
                     if extra(k) {
                         cs.alloc(|| "extra", || Ok(Fr::ONE))?;
                     }
-                    let v = cs.alloc(|| "v", || if k == fail { Err(SynthesisError::DivisionByZero) } else { Ok(Fr::ONE) })?;
+                    let v =
+                        cs.alloc(|| "v", || if k == fail { Err(SynthesisError::DivisionByZero) } else { Ok(Fr::ONE) })?;
                     cs.enforce(|| "v", |lc| lc + v, |lc| lc + v, |lc| lc + v);
                     Ok(())
                 })?;
@@ -512,9 +517,15 @@ mod tests {
         };
         let more = run(|k| k % 2 == 1, u64::MAX).unwrap_err();
         assert!(matches!(more, ForkError::Shape { item: 1, .. }), "{more}");
-        assert_eq!(more.to_string(), "item 1 does not have the shape of the circuit's items: it has more aux variables than their 1");
+        assert_eq!(
+            more.to_string(),
+            "item 1 does not have the shape of the circuit's items: it has more aux variables than their 1"
+        );
         let fewer = run(|k| k == 0, u64::MAX).unwrap_err();
-        assert_eq!(fewer.to_string(), "item 1 does not have the shape of the circuit's items: it has 1 aux variables where they have 2");
+        assert_eq!(
+            fewer.to_string(),
+            "item 1 does not have the shape of the circuit's items: it has 1 aux variables where they have 2"
+        );
         let failed = run(|_| false, 2).unwrap_err();
         assert!(matches!(failed, ForkError::Item { item: 2, source: SynthesisError::DivisionByZero }), "{failed}");
     }

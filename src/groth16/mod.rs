@@ -122,7 +122,12 @@ impl Witness {
     /// The first place where `self` and `other` differ (`None` when they are identical), checked
     /// field by field: the input and aux assignments, A and B, and the three densities.
     pub fn first_difference(&self, other: &Witness) -> Option<String> {
-        let values = [("input", &self.input, &other.input), ("aux", &self.aux, &other.aux), ("a", &self.a, &other.a), ("b", &self.b, &other.b)];
+        let values = [
+            ("input", &self.input, &other.input),
+            ("aux", &self.aux, &other.aux),
+            ("a", &self.a, &other.a),
+            ("b", &self.b, &other.b),
+        ];
         for (name, x, y) in values {
             if let Some(i) = (0..x.len().min(y.len())).find(|&i| x[i] != y[i]) {
                 return Some(format!("{name}[{i}] differs"));
@@ -226,7 +231,7 @@ pub mod prover;
 pub mod verify;
 
 pub use assignment::{synthesize, synthesize_with, WitnessCs};
-pub use fork::{ForkCs, ForkError};
+pub use fork::{ForkCs, ForkError, ItemShape};
 pub use cpu::CpuBackend;
 pub use verify::verify;
 

@@ -83,7 +83,7 @@ pub trait Statement: Send + Sync {
     /// Estimated peak bytes of one partition's witness, for the memory budget.
     fn witness_bytes(&self) -> Bytes;
     /// Runs the circuit of `partition` through snarkd's constraint system, its repeated parts in
-    /// parallel on rayon's pool (see `split`); the witness equals the sequential one exactly.
+    /// parallel on rayon's pool (proofs/split.rs); the witness equals the sequential one exactly.
     fn synthesize(&self, partition: usize) -> Result<Witness, SnarkError>;
     /// The same witness from the library's circuit as bellperson runs it (one thread, except that
     /// FallbackPoSt extends the system with sector chunks it synthesizes on rayon): the reference

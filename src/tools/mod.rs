@@ -199,7 +199,10 @@ pub fn bench_synthesis(request: &ProofRequest, partition: usize, runs: usize) ->
             bail!("the parallel witness differs from the sequential one: {what}");
         }
     }
-    Ok([BenchRow { name: "sequential".into(), samples: sequential }, BenchRow { name: "parallel".into(), samples: parallel }])
+    Ok([
+        BenchRow { name: "sequential".into(), samples: sequential },
+        BenchRow { name: "parallel".into(), samples: parallel },
+    ])
 }
 
 /// Measures snarkd's pipeline (synthesis + prove + verify, parameters resident) on the CPU backend
