@@ -9,8 +9,8 @@
 //!
 //! - PoRep: one fork per challenge (18 of 7.2M constraints in a 32 GiB partition) after the
 //!   replica id, commitments and `comm_r = H(comm_c ‖ comm_r_last)` (about 600 constraints).
-//! - WindowPoSt/WinningPoSt: one fork per sector (2349 in a 32 GiB WindowPoSt partition), nothing
-//!   before them. A 32 GiB WinningPoSt has one sector, so it gains nothing (370k constraints).
+//! - WindowPoSt/WinningPoSt: one fork per sector slot, nothing before them: 2349 in a 32 GiB
+//!   WindowPoSt partition, 66 in WinningPoSt (its one sector, once per challenge).
 //! - SnapDeals: each row of the apex tree forked per hash (127 hashes, 5.8M constraints), then
 //!   one fork per challenge (86 of about 0.87M constraints in a 32 GiB partition). What stays
 //!   sequential (public inputs, the partition path, the challenges' bits) is about 0.2%.
