@@ -5,6 +5,10 @@
 //! Parameters are well-formed but not from a setup (multiples of the generators): building real
 //! ones would take longer than the proofs, and MSM cost does not depend on the discrete logs. Both
 //! provers must still produce the same proof for the same r, s, which the bench asserts.
+//!
+//! `cargo bench --bench prove -- synthesis [REQUEST.json …]` instead times one partition's
+//! sequential and parallel synthesis (`snarkd::tools::bench_synthesis`) of each request (JSON as
+//! `snarkctl` sends it), by default the four 2 KiB test requests made in `$SNARKD_TEST_PARAMS`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -20,6 +24,7 @@ use rayon::prelude::*;
 
 use snarkd::groth16::verify::proof_to_bytes;
 use snarkd::groth16::{synthesize, CpuBackend, ProvingBackend, Witness};
+use snarkd::proofs::{ProofKind, ProofRequest};
 use snarkd::srs::{CircuitId, Srs};
 
 /// SHA-256-like: booleans, XORs of neighbouring bits, and 32-bit words packed from them.
@@ -129,15 +134,50 @@ fn shaped_params(w: &Witness, rng: &mut StdRng) -> Parameters<Bls12> {
     }
 }
 
+/// `cargo bench` passes `--bench`; the other arguments select the synthesis benchmark.
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    match args.split_first() {
+        Some((mode, requests)) if mode == "synthesis" => synthesis(requests),
+        _ => prove(),
+    }
+}
+
+fn runs() -> usize {
+    std::env::var("SNARKD_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3)
+}
+
+fn synthesis(files: &[String]) {
+    let requests: Vec<ProofRequest> = if files.is_empty() {
+        let dir = std::env::var_os("SNARKD_TEST_PARAMS").unwrap_or_else(|| "/var/tmp/snarkd-test-params".into());
+        let manifest = snarkd::tools::ensure_testdata(dir.as_ref(), 2048).unwrap();
+        ProofKind::ALL.iter().map(|&k| manifest.request(k).unwrap()).collect()
+    } else {
+        files.iter().map(|f| ProofRequest::from_json(&std::fs::read(f).unwrap()).unwrap()).collect()
+    };
+    let runs = runs();
+    println!("synthesis of partition 0, median of {runs}, {} threads", rayon::current_num_threads());
+    for request in &requests {
+        let [sequential, parallel] = snarkd::tools::bench_synthesis(request, 0, runs).unwrap();
+        let (s, p) = (sequential.samples.median(), parallel.samples.median());
+        // The process's first parallel synthesis of a circuit also counts its items' shape.
+        println!(
+            "{}: sequential {:.3} s, parallel {:.3} s (first {:.3} s), speedup {:.2}x",
+            request.kind(),
+            s.as_secs_f64(),
+            p.as_secs_f64(),
+            parallel.samples.0[0].as_secs_f64(),
+            s.as_secs_f64() / p.as_secs_f64()
+        );
+    }
+}
+
+fn prove() {
     let log: u32 = std::env::var("SNARKD_BENCH_LOG")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(18);
-    let runs: usize = std::env::var("SNARKD_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
+    let runs = runs();
     // 2n + n/32 + 2 constraints fill most of a 2^log domain
     let n = ((1usize << log) - 16) * 32 / 65;
     let circuit = Bits { n };

@@ -11,14 +11,24 @@ use ff::Field;
 
 use super::{Density, Witness};
 
-/// Runs `circuit` through snarkd's constraint system and records its witness.
+/// Runs `circuit` through snarkd's constraint system and records its witness, as bellperson's
+/// prover runs it (on the calling thread, unless the circuit extends the system with parts it
+/// synthesized elsewhere, as FallbackPoSt does).
+pub fn synthesize<C: Circuit<Fr>>(circuit: C) -> Result<Witness, SynthesisError> {
+    synthesize_with(|cs| circuit.synthesize(cs))
+}
+
+/// [`synthesize`] for a circuit written against [`WitnessCs`] itself, such as one that runs parts
+/// of itself in parallel with [`WitnessCs::fork_map`].
 ///
 /// As bellperson does: the constant ONE is input 0, then the circuit, then one `x_i · 0 = 0`
 /// constraint per input (they make the IC query fully dense and pin the inputs into A).
-pub fn synthesize<C: Circuit<Fr>>(circuit: C) -> Result<Witness, SynthesisError> {
+pub fn synthesize_with<E: From<SynthesisError>>(
+    circuit: impl FnOnce(&mut WitnessCs) -> Result<(), E>,
+) -> Result<Witness, E> {
     let mut cs = WitnessCs::new();
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
-    circuit.synthesize(&mut cs)?;
+    circuit(&mut cs)?;
     let w = &mut cs.0;
     let n = w.input.len();
     w.a.extend_from_slice(&w.input);
@@ -27,37 +37,75 @@ pub fn synthesize<C: Circuit<Fr>>(circuit: C) -> Result<Witness, SynthesisError>
 }
 
 /// The constraint system behind [`synthesize`]; public only because circuits name it as `CS`.
-pub struct WitnessCs(Witness);
+pub struct WitnessCs(pub(super) Witness);
 
-/// Evaluates one linear combination and marks the variables whose (merged) coefficient is nonzero
-/// in the given densities. A zero coefficient contributes nothing and marks nothing, exactly as
-/// bellperson's `eval_with_trackers`.
+/// Where a linear combination's variables get their values: the witness so far, or for a fork
+/// the shared prefix plus the fork's own part.
+pub(super) trait Values {
+    fn input(&self, i: usize) -> Fr;
+    fn aux(&self, i: usize) -> Fr;
+}
+
+/// Where a linear combination marks the variables it uses (a density, or nothing).
+pub(super) trait Marks {
+    fn mark(&mut self, i: usize);
+}
+
+impl Marks for Density {
+    #[inline(always)]
+    fn mark(&mut self, i: usize) {
+        self.set(i);
+    }
+}
+
+/// A's inputs: fully dense anyway (the closing `x_i · 0 = 0` constraints), so not tracked.
+pub(super) struct Untracked;
+
+impl Marks for Untracked {
+    #[inline(always)]
+    fn mark(&mut self, _: usize) {}
+}
+
+struct Flat<'a> {
+    input: &'a [Fr],
+    aux: &'a [Fr],
+}
+
+impl Values for Flat<'_> {
+    #[inline(always)]
+    fn input(&self, i: usize) -> Fr {
+        self.input[i]
+    }
+    #[inline(always)]
+    fn aux(&self, i: usize) -> Fr {
+        self.aux[i]
+    }
+}
+
+/// Evaluates one linear combination and marks the variables whose (merged) coefficient is nonzero.
+/// A zero coefficient contributes nothing and marks nothing, exactly as bellperson's
+/// `eval_with_trackers`.
 #[inline]
-fn eval(
+pub(super) fn eval(
     lc: &LinearCombination<Fr>,
-    input: &[Fr],
-    aux: &[Fr],
-    mut input_density: Option<&mut Density>,
-    mut aux_density: Option<&mut Density>,
+    values: &impl Values,
+    input_marks: &mut impl Marks,
+    aux_marks: &mut impl Marks,
 ) -> Fr {
     let mut acc = Fr::ZERO;
     for (&i, coeff) in lc.iter_inputs() {
         if coeff.is_zero_vartime() {
             continue;
         }
-        acc += term(input[i], coeff);
-        if let Some(d) = input_density.as_deref_mut() {
-            d.set(i);
-        }
+        acc += term(values.input(i), coeff);
+        input_marks.mark(i);
     }
     for (&i, coeff) in lc.iter_aux() {
         if coeff.is_zero_vartime() {
             continue;
         }
-        acc += term(aux[i], coeff);
-        if let Some(d) = aux_density.as_deref_mut() {
-            d.set(i);
-        }
+        acc += term(values.aux(i), coeff);
+        aux_marks.mark(i);
     }
     acc
 }
@@ -118,23 +166,10 @@ impl ConstraintSystem<Fr> for WitnessCs {
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
         let w = &mut self.0;
-        let (input, aux) = (&w.input[..], &w.aux[..]);
-        // Inputs are fully dense in A (the closing x_i · 0 = 0 constraints), so only aux is tracked
-        // there. C is not built at all: see `Witness::a`.
-        let av = eval(
-            &a(LinearCombination::zero()),
-            input,
-            aux,
-            None,
-            Some(&mut w.a_aux_density),
-        );
-        let bv = eval(
-            &b(LinearCombination::zero()),
-            input,
-            aux,
-            Some(&mut w.b_input_density),
-            Some(&mut w.b_aux_density),
-        );
+        let values = Flat { input: &w.input, aux: &w.aux };
+        // C is not built at all: see `Witness::a`.
+        let av = eval(&a(LinearCombination::zero()), &values, &mut Untracked, &mut w.a_aux_density);
+        let bv = eval(&b(LinearCombination::zero()), &values, &mut w.b_input_density, &mut w.b_aux_density);
         w.a.push(av);
         w.b.push(bv);
     }

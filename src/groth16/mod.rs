@@ -62,8 +62,27 @@ impl Density {
     }
     /// Appends `other` after the bits of `self` (used when extensible constraint systems merge).
     pub fn extend(&mut self, other: &Density) {
-        for i in 0..other.len {
-            self.push(other.get(i));
+        let at = self.len;
+        self.grow(at + other.len);
+        self.or_at(at, other);
+    }
+    /// Lengthens to `len` variables; the new ones are unset.
+    pub fn grow(&mut self, len: usize) {
+        assert!(len >= self.len, "density cannot shrink from {} to {len}", self.len);
+        self.words.resize(len.div_ceil(64), 0);
+        self.len = len;
+    }
+    /// Sets every bit of `other`, shifted by `at`, in `self` (a fork's marks merging into the
+    /// witness's densities), a word at a time.
+    pub fn or_at(&mut self, at: usize, other: &Density) {
+        assert!(at + other.len <= self.len, "{} bits at {at} overrun a density of {}", other.len, self.len);
+        let (first, shift) = (at / 64, at % 64);
+        // Bits past `other.len` are never set, so nothing spills past `self.len` either.
+        for (k, &word) in other.words.iter().enumerate().filter(|(_, w)| **w != 0) {
+            self.words[first + k] |= word << shift;
+            if shift != 0 && word >> (64 - shift) != 0 {
+                self.words[first + k + 1] |= word >> (64 - shift);
+            }
         }
     }
     pub fn words(&self) -> &[u64] {
@@ -98,6 +117,39 @@ impl Witness {
         let vecs = self.a.len() + self.b.len() + self.input.len() + self.aux.len();
         (vecs * fr + self.a_aux_density.bytes() + self.b_input_density.bytes() + self.b_aux_density.bytes())
             as u64
+    }
+
+    /// The first place where `self` and `other` differ (`None` when they are identical), checked
+    /// field by field: the input and aux assignments, A and B, and the three densities.
+    pub fn first_difference(&self, other: &Witness) -> Option<String> {
+        let values = [
+            ("input", &self.input, &other.input),
+            ("aux", &self.aux, &other.aux),
+            ("a", &self.a, &other.a),
+            ("b", &self.b, &other.b),
+        ];
+        for (name, x, y) in values {
+            if let Some(i) = (0..x.len().min(y.len())).find(|&i| x[i] != y[i]) {
+                return Some(format!("{name}[{i}] differs"));
+            }
+            if x.len() != y.len() {
+                return Some(format!("{name} has {} values where the other has {}", x.len(), y.len()));
+            }
+        }
+        let densities = [
+            ("a_aux_density", &self.a_aux_density, &other.a_aux_density),
+            ("b_input_density", &self.b_input_density, &other.b_input_density),
+            ("b_aux_density", &self.b_aux_density, &other.b_aux_density),
+        ];
+        for (name, x, y) in densities {
+            if let Some(i) = (0..x.len().max(y.len())).find(|&i| x.get(i) != y.get(i)) {
+                return Some(format!("{name} bit {i} differs"));
+            }
+            if x.len() != y.len() {
+                return Some(format!("{name} has {} bits where the other has {}", x.len(), y.len()));
+            }
+        }
+        None
     }
 }
 
@@ -173,17 +225,63 @@ pub trait ProvingBackend: Send + Sync {
 pub mod assignment;
 pub mod cpu;
 pub mod fault;
+pub mod fork;
 pub mod ntt;
 pub mod prover;
 pub mod verify;
 
-pub use assignment::synthesize;
+pub use assignment::{synthesize, synthesize_with, WitnessCs};
+pub use fork::{ForkCs, ForkError, ItemShape};
 pub use cpu::CpuBackend;
 pub use verify::verify;
 
 #[cfg(test)]
 mod tests {
-    use super::Density;
+    use blstrs::Scalar as Fr;
+    use ff::Field;
+
+    use super::{Density, Witness};
+
+    #[test]
+    fn or_at_equals_setting_each_bit() {
+        // bits already set stay set; the source's bits land shifted, across word boundaries
+        for (at, bits) in [(0, vec![]), (0, vec![0, 63, 64, 130]), (37, vec![0, 26, 27, 90, 162]), (64, vec![1])] {
+            let mut src = Density::with_len(bits.iter().max().map_or(0, |m| m + 1));
+            bits.iter().for_each(|&i| src.set(i));
+            let mut expected = Density::with_len(200);
+            expected.set(5);
+            let mut got = expected.clone();
+            bits.iter().for_each(|&i| expected.set(at + i));
+            got.or_at(at, &src);
+            assert_eq!(got, expected, "at {at}");
+        }
+        let mut grown = Density::all(70);
+        grown.extend(&Density::all(70));
+        assert_eq!(grown, Density::all(140));
+    }
+
+    #[test]
+    fn first_difference_names_the_field_and_place() {
+        let w = Witness {
+            a: vec![Fr::ONE; 3],
+            b: vec![Fr::ZERO; 3],
+            input: vec![Fr::ONE],
+            aux: vec![Fr::ONE; 2],
+            a_aux_density: Density::all(2),
+            b_input_density: Density::with_len(1),
+            b_aux_density: Density::all(2),
+        };
+        assert_eq!(w.first_difference(&w.clone()), None);
+        let mut other = w.clone();
+        other.b[2] = Fr::ONE;
+        assert_eq!(w.first_difference(&other).as_deref(), Some("b[2] differs"));
+        let mut other = w.clone();
+        other.aux.push(Fr::ONE);
+        assert_eq!(w.first_difference(&other).as_deref(), Some("aux has 2 values where the other has 3"));
+        let mut other = w.clone();
+        other.b_input_density.set(0);
+        assert_eq!(w.first_difference(&other).as_deref(), Some("b_input_density bit 0 differs"));
+    }
 
     #[test]
     fn all_is_len_pushes_of_set_bits() {

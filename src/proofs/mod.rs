@@ -26,6 +26,7 @@ pub mod request;
 pub mod shape;
 mod size;
 mod snap;
+mod split;
 
 pub use size::circuit_size;
 pub use request::{Base64Bytes, Bytes32, PoStProofType, ProofRequest, UpdateProofType};
@@ -81,8 +82,16 @@ pub trait Statement: Send + Sync {
     fn partitions(&self) -> usize;
     /// Estimated peak bytes of one partition's witness, for the memory budget.
     fn witness_bytes(&self) -> Bytes;
-    /// Runs the circuit of `partition` through snarkd's constraint system.
+    /// Runs the circuit of `partition` through snarkd's constraint system, its repeated parts in
+    /// parallel on rayon's pool (proofs/split.rs); the witness equals the sequential one exactly.
     fn synthesize(&self, partition: usize) -> Result<Witness, SnarkError>;
+    /// The same witness from the library's circuit as bellperson runs it (one thread, except that
+    /// FallbackPoSt extends the system with sector chunks it synthesizes on rayon): the reference
+    /// [`Statement::synthesize`] is tested and benchmarked against. The engine does not use it;
+    /// a statement that does not fork has nothing else to offer.
+    fn synthesize_sequential(&self, partition: usize) -> Result<Witness, SnarkError> {
+        self.synthesize(partition)
+    }
     /// The public inputs the verifier uses for `partition` (without the leading ONE).
     fn public_inputs(&self, partition: usize) -> Result<Vec<Fr>, SnarkError>;
 }

@@ -18,6 +18,7 @@ use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg};
 
 use super::shape::with_tree;
+use super::split;
 use super::{
     check_partition, evaluate_circuit, field_element, guarded, measure_circuit, reference_prove, synthesize_circuit,
     Bytes32, CircuitSize, Prepared, ProofKind, Statement,
@@ -212,6 +213,10 @@ impl<Tree: 'static + MerkleTreeTrait> Statement for Porep<Tree> {
         self.size.witness_bytes()
     }
     fn synthesize(&self, partition: usize) -> Result<Witness, SnarkError> {
+        check_partition(partition, self.partitions())?;
+        split::porep::<Tree>(partition, &self.circuit, &self.pub_inputs, &self.vanilla[partition])
+    }
+    fn synthesize_sequential(&self, partition: usize) -> Result<Witness, SnarkError> {
         synthesize_circuit(partition, self.partition_circuit(partition)?)
     }
     fn public_inputs(&self, partition: usize) -> Result<Vec<blstrs::Scalar>, SnarkError> {

@@ -17,6 +17,7 @@ use storage_proofs_update::{
 };
 
 use super::shape::with_tree;
+use super::split;
 use super::{
     check_partition, decode_bincode, evaluate_circuit, field_element, guarded, measure_circuit, reference_prove,
     synthesize_circuit, Base64Bytes, Bytes32, CircuitSize, Prepared, ProofKind, Statement,
@@ -154,6 +155,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Statement for Snap<T
         self.size.witness_bytes()
     }
     fn synthesize(&self, partition: usize) -> Result<Witness, SnarkError> {
+        split::snap(partition, &self.circuit, self.partition_circuit(partition)?)
+    }
+    fn synthesize_sequential(&self, partition: usize) -> Result<Witness, SnarkError> {
         synthesize_circuit(partition, self.partition_circuit(partition)?)
     }
     fn public_inputs(&self, partition: usize) -> Result<Vec<blstrs::Scalar>, SnarkError> {

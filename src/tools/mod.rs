@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::client::Client;
 use crate::groth16::ProvingBackend;
 use crate::tools::testdata::Manifest;
-use crate::proofs::ProofKind;
+use crate::proofs::{ProofKind, ProofRequest};
 
 pub mod fuzz;
 pub mod paramgen;
@@ -110,6 +110,34 @@ pub const API_PROVER: &str = "filecoin-proofs-api";
 pub struct BenchRow {
     pub name: String,
     pub samples: Samples,
+}
+
+/// Times one partition's synthesis both ways, alternating runs so that both see the same load:
+/// the library's circuit as bellperson runs it ([`crate::proofs::Statement::synthesize_sequential`],
+/// row "sequential") and snarkd's forked one ([`crate::proofs::Statement::synthesize`], row
+/// "parallel", on rayon's global pool). The first two witnesses are compared, so a benchmark never
+/// times a wrong one.
+pub fn bench_synthesis(request: &ProofRequest, partition: usize, runs: usize) -> anyhow::Result<[BenchRow; 2]> {
+    let statement = crate::proofs::prepare(request)?;
+    let mut sequential = Samples(vec![]);
+    let mut parallel = Samples(vec![]);
+    for run in 0..runs.max(1) {
+        let t = Instant::now();
+        let s = statement.synthesize_sequential(partition)?;
+        sequential.0.push(t.elapsed());
+        // kept only to compare, so that later runs do not synthesize beside a whole witness
+        let kept = (run == 0).then_some(s);
+        let t = Instant::now();
+        let p = statement.synthesize(partition)?;
+        parallel.0.push(t.elapsed());
+        if let Some(what) = kept.and_then(|s| p.first_difference(&s)) {
+            bail!("the parallel witness differs from the sequential one: {what}");
+        }
+    }
+    Ok([
+        BenchRow { name: "sequential".into(), samples: sequential },
+        BenchRow { name: "parallel".into(), samples: parallel },
+    ])
 }
 
 /// Measures snarkd's pipeline (synthesis + prove + verify, parameters resident) on the CPU backend
