@@ -172,13 +172,26 @@ pub enum CtlCommand {
     #[command(subcommand)]
     Params(ParamsCommand),
     /// Seal a real sector offline and write every proof kind's inputs, a manifest and the fuzz
-    /// seed corpus (fuzz-seeds/)
+    /// seed corpus (fuzz-seeds/); or, with --synthetic, write requests of the real shape at any
+    /// size in seconds, without sealing, for benchmarks
     Testdata {
-        /// Sector size: 2KiB (8MiB, 512MiB, 32GiB and 64GiB also seal, slowly)
+        /// Sector size: 2KiB (8MiB, 512MiB, 32GiB and 64GiB also seal, slowly; --synthetic makes
+        /// any of them in seconds)
         #[arg(long, default_value = "2KiB", value_parser = sector_size_arg)]
         sector_size: u64,
+        /// Synthetic requests: real shapes and constraint counts, random data, commitments made
+        /// up so the daemon's checks pass; they attest to no sector and are for benchmarks only
         #[arg(long)]
-        out: PathBuf,
+        synthetic: bool,
+        /// With --synthetic: the kinds to write
+        #[arg(long, value_enum, default_value = "porep,snap,window,winning", value_delimiter = ',', requires = "synthetic")]
+        kinds: Vec<KindArg>,
+        /// With --synthetic: the seed of every random value (same seed, same bytes)
+        #[arg(long, default_value_t = 1, requires = "synthetic")]
+        seed: u64,
+        /// Output directory [default: testdata-<bytes> or synthetic-<bytes> in the parameter directory]
+        #[arg(long)]
+        out: Option<PathBuf>,
         #[command(flatten)]
         params: ParamsDir,
     },
@@ -350,6 +363,51 @@ pub enum BenchCommand {
         #[command(flatten)]
         params: ParamsDir,
     },
+    /// The real engine (scheduler, budget, synthesis pool, device workers, verification)
+    /// in-process on synthetic inputs of a full-size shape and bench-only parameters (random
+    /// points, in memory only, so every proof ends in verification_failed): one proof alone, then
+    /// --proofs together with a WinningPoSt submitted mid-run; seconds per proof, synthesis and
+    /// prove time per partition, device busy %, peak RSS against the budget
+    Pipeline {
+        /// Kind and sector size: porep-32g, snap-32g, window-32g, winning-32g, porep-64g, ...
+        #[arg(long, value_parser = bench_shape_arg)]
+        shape: BenchShape,
+        /// Proofs submitted together for the sustained figure
+        #[arg(long, default_value_t = 4)]
+        proofs: usize,
+        /// The memory limit the budget is derived from, as a cgroup's memory.max would set it
+        #[arg(long, default_value = "120GiB", value_parser = sector_size_arg)]
+        memory_limit: u64,
+        /// Prove on the CPU backend instead of the GPUs
+        #[arg(long)]
+        cpu: bool,
+        /// Skip the WinningPoSt submitted during the sustained run
+        #[arg(long)]
+        no_winning: bool,
+        /// Synthetic inputs [default: synthetic-<bytes> in the parameter directory, made if missing]
+        #[arg(long)]
+        inputs: Option<PathBuf>,
+        #[command(flatten)]
+        params: ParamsDir,
+    },
+    /// One partition's synthesis, sequential against parallel (forks of the partition on every
+    /// core), on synthetic inputs of a shape; checks the two witnesses are byte-identical
+    Synthesis {
+        /// Kind and sector size: porep-32g, snap-2k, ...
+        #[arg(long, value_parser = bench_shape_arg)]
+        shape: BenchShape,
+        /// The partition to synthesize
+        #[arg(long, default_value_t = 0)]
+        partition: usize,
+        /// Timed runs of each
+        #[arg(long, default_value_t = 2)]
+        runs: usize,
+        /// Synthetic inputs [default: synthetic-<bytes> in the parameter directory, made if missing]
+        #[arg(long)]
+        inputs: Option<PathBuf>,
+        #[command(flatten)]
+        params: ParamsDir,
+    },
     /// The same proof through JSON-RPC Prove and gRPC (cuzk) Prove, alternately on one daemon:
     /// medians and gRPC's time as a fraction of JSON-RPC's
     Transport {
@@ -363,6 +421,33 @@ pub enum BenchCommand {
         #[command(flatten)]
         params: ParamsDir,
     },
+}
+
+/// A proof kind at a sector size, written `porep-32g`, `window-64g`, `snap-2k`: what `bench
+/// pipeline` and `bench synthesis` run on (synthetic inputs of that shape).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BenchShape {
+    pub kind: KindArg,
+    pub sector_size: u64,
+}
+
+impl std::fmt::Display for BenchShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = self.kind.to_possible_value().expect("no skipped kinds");
+        let (n, unit) = [(30, "g"), (20, "m"), (10, "k")]
+            .into_iter()
+            .find(|&(shift, _)| self.sector_size >= 1 << shift && self.sector_size % (1 << shift) == 0)
+            .map_or((self.sector_size, ""), |(shift, unit)| (self.sector_size >> shift, unit));
+        write!(f, "{}-{n}{unit}", kind.get_name())
+    }
+}
+
+fn bench_shape_arg(text: &str) -> Result<BenchShape, String> {
+    let bad = || format!("{text:?} is not a shape such as porep-32g, snap-32g, window-64g or winning-2k");
+    let (kind, size) = text.rsplit_once('-').ok_or_else(bad)?;
+    let kind = KindArg::from_str(kind, true).map_err(|_| bad())?;
+    let sector_size = sector_size_arg(size).map_err(|_| bad())?;
+    Ok(BenchShape { kind, sector_size })
 }
 
 fn sector_size_arg(text: &str) -> Result<u64, String> {

@@ -100,7 +100,18 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
                 println!("all requested parameters already exist");
             }
         }
-        CtlCommand::Testdata { sector_size: size, out, params } => {
+        CtlCommand::Testdata { sector_size: size, synthetic: true, kinds, seed, out, params } => {
+            let out = out.unwrap_or_else(|| snarkd::tools::synthetic::default_dir(&params.path, size));
+            let kinds: Vec<ProofKind> = kinds.into_iter().map(ProofKind::from).collect();
+            let m = tokio::task::spawn_blocking(move || {
+                snarkd::tools::synthetic::generate(size, &kinds, seed, &out, &|line| eprintln!("{line}"))
+            })
+            .await??;
+            println!("{}", snarkd::tools::synthetic::WARNING);
+            println!("synthetic {} requests for {:?} (seed {}); manifest in {}", snarkd::units::Bytes(size), m.kinds.keys().collect::<Vec<_>>(), m.seed, m.dir.display());
+        }
+        CtlCommand::Testdata { sector_size: size, synthetic: false, out, params, .. } => {
+            let out = out.unwrap_or_else(|| snarkd::tools::testdata_dir(&params.path, size));
             let m = tokio::task::spawn_blocking(move || snarkd::tools::testdata::generate(size, &out, &params.path)).await??;
             println!("sealed sector {} of miner {} ({} bytes); manifest in {}", m.sector_number, m.miner_id, m.sector_size, m.dir.display());
         }
@@ -215,6 +226,55 @@ async fn bench(what: BenchCommand, show: &dyn Fn(&Value, &dyn Fn(&Value) -> Stri
                     report.json_rpc_median.as_secs_f64() * 1e3,
                     report.grpc_median.as_secs_f64() * 1e3,
                     report.ratio
+                )
+            });
+            Ok(())
+        }
+        BenchCommand::Pipeline { shape, proofs, memory_limit, cpu, no_winning, inputs, params } => {
+            let started = std::time::Instant::now();
+            let progress = move |line: &str| eprintln!("[{:>7.1}s] {line}", started.elapsed().as_secs_f64());
+            let report = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+                let kind = ProofKind::from(shape.kind);
+                let mut kinds = vec![kind];
+                if !no_winning && kind != ProofKind::WinningPost {
+                    kinds.push(ProofKind::WinningPost);
+                }
+                let dir = inputs.unwrap_or_else(|| snarkd::tools::synthetic::default_dir(&params.path, shape.sector_size));
+                let m = snarkd::tools::synthetic::ensure(shape.sector_size, &kinds, 1, &dir, &progress)?;
+                let main = m.request(kind)?;
+                let winning = kinds.get(1).map(|&k| m.request(k)).transpose()?;
+                let opts = snarkd::tools::pipeline::PipelineOptions { proofs, memory_limit: snarkd::units::Bytes(memory_limit), gpu: !cpu };
+                snarkd::tools::pipeline::run(&main, winning.as_ref(), &opts, &progress)
+            })
+            .await??;
+            let mut v = serde_json::to_value(&report)?;
+            v["shape"] = json!(shape.to_string());
+            v["inputs"] = json!("synthetic");
+            show(&v, &|_| format!("{shape} on synthetic inputs and bench-only parameters\n{}", report.summary()));
+            Ok(())
+        }
+        BenchCommand::Synthesis { shape, partition, runs, inputs, params } => {
+            let rows = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+                let kind = ProofKind::from(shape.kind);
+                let dir = inputs.unwrap_or_else(|| snarkd::tools::synthetic::default_dir(&params.path, shape.sector_size));
+                let m = snarkd::tools::synthetic::ensure(shape.sector_size, &[kind], 1, &dir, &|line| eprintln!("{line}"))?;
+                snarkd::tools::bench_synthesis(&m.request(kind)?, partition, runs)
+            })
+            .await??;
+            let [seq, par] = &rows;
+            let ratio = seq.samples.median().as_secs_f64() / par.samples.median().as_secs_f64();
+            let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            let v = json!({
+                "shape": shape.to_string(), "partition": partition, "runs": runs, "cpus": cpus,
+                "sequential_s": seq.samples.0.iter().map(|d| d.as_secs_f64()).collect::<Vec<_>>(),
+                "parallel_s": par.samples.0.iter().map(|d| d.as_secs_f64()).collect::<Vec<_>>(),
+                "speedup": ratio, "identical": true,
+            });
+            show(&v, &|_| {
+                format!(
+                    "{shape} partition {partition}, {runs} runs each on {cpus} cpus: sequential median {:.2} s, parallel median {:.2} s, {ratio:.2}x; witnesses byte-identical",
+                    seq.samples.median().as_secs_f64(),
+                    par.samples.median().as_secs_f64()
                 )
             });
             Ok(())

@@ -1,7 +1,10 @@
 //! [`GpuBackend`]: the Groth16 prove stage on one CUDA device.
 //!
 //! h is computed on the device and never read back; the five MSMs run on the device against SRS
-//! bases uploaded once per (device, circuit) and kept resident. The witness check and the assembly
+//! bases uploaded once per (device, circuit) and kept resident. Several circuits stay resident
+//! while they fit beside a proof's working memory, so a WinningPoSt between two PoRep partitions
+//! does not cost the PoRep a 50 GB re-upload; the least recently used go first when a circuit
+//! needs room. The witness check and the assembly
 //! are groth16's ([`check_shape`], [`assemble`]), the same code the CPU backend runs, so the two
 //! backends cannot drift apart.
 
@@ -34,10 +37,17 @@ struct Resident {
     b_g2: DeviceBases<G2>,
 }
 
+impl Resident {
+    fn bytes(&self) -> u64 {
+        self.h.bytes() + self.l.bytes() + self.a.bytes() + self.b_g1.bytes() + self.b_g2.bytes()
+    }
+}
+
 /// A proving backend on one device; proofs on it run one at a time.
 pub struct GpuBackend {
     dev: GpuDevice,
-    resident: Mutex<Option<Resident>>,
+    /// Resident circuits, least recently used first.
+    resident: Mutex<Vec<Resident>>,
     /// a and b of the witness announced as next by the proof before ([`ProvingBackend::prove_then`]).
     prefetched: Mutex<Option<(WitnessKey, Prefetched)>>,
 }
@@ -64,7 +74,7 @@ impl WitnessKey {
 
 impl GpuBackend {
     pub fn new(dev: GpuDevice) -> Self {
-        GpuBackend { dev, resident: Mutex::new(None), prefetched: Mutex::new(None) }
+        GpuBackend { dev, resident: Mutex::new(Vec::new()), prefetched: Mutex::new(None) }
     }
 
     pub fn device(&self) -> &GpuDevice {
@@ -92,6 +102,32 @@ impl GpuBackend {
         })
     }
 
+    /// `srs`'s bases on the device, uploaded unless resident, after evicting the least recently
+    /// used circuits until they and `w`'s working memory fit; a stale load of the same circuit
+    /// is dropped first. An upload that still runs out of memory is retried once alone.
+    fn make_resident<'a>(&self, slots: &'a mut Vec<Resident>, srs: &Srs, w: &Witness) -> Result<&'a Resident, GpuError> {
+        if let Some(i) = slots.iter().position(|r| r.id == srs.id && r.loaded_at == srs.loaded_at) {
+            let r = slots.remove(i);
+            slots.push(r);
+        } else {
+            slots.retain(|r| r.id != srs.id);
+            let need = srs_device_bytes(srs) + working_bytes(w);
+            while !slots.is_empty() && self.dev.mem_info()?.0 < need {
+                let gone = slots.remove(0);
+                tracing::info!(device = %self.dev.label(), circuit = %gone.id, freed = %Bytes(gone.bytes()), "evicting resident bases to make room for {}", srs.id);
+            }
+            let up = match self.upload_srs(srs) {
+                Err(GpuError::OutOfMemory { .. }) if !slots.is_empty() => {
+                    slots.clear();
+                    self.upload_srs(srs)
+                }
+                r => r,
+            }?;
+            slots.push(up);
+        }
+        Ok(slots.last().expect("just pushed"))
+    }
+
     fn prove_inner(
         &self,
         w: Witness,
@@ -107,12 +143,8 @@ impl GpuBackend {
             let mut p = self.prefetched.lock().unwrap_or_else(|p| p.into_inner());
             p.take().filter(|(key, _)| *key == WitnessKey::of(&w)).map(|(_, up)| up)
         };
-        let mut slot = self.resident.lock().unwrap_or_else(|p| p.into_inner());
-        if !slot.as_ref().is_some_and(|r| r.id == srs.id && r.loaded_at == srs.loaded_at) {
-            *slot = None; // free the previous circuit's bases before uploading these
-            *slot = Some(self.upload_srs(srs).map_err(|e| self.device_error(e))?);
-        }
-        let res = slot.as_ref().ok_or_else(|| BackendError::Other("srs upload left no bases".into()))?;
+        let mut slots = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        let res = self.make_resident(&mut slots, srs, &w).map_err(|e| self.device_error(e))?;
 
         // The device picks A's and B's scalars from the aux it uploads for L.
         let a_select = Selection { inputs: Cow::Borrowed(&w.input), aux: &w.a_aux_density };
@@ -166,6 +198,20 @@ impl ProvingBackend for GpuBackend {
         catch_unwind(AssertUnwindSafe(|| self.prove_inner(witness, srs, release, next)))
             .unwrap_or_else(|_| Err(BackendError::Other(format!("{}: prover panicked", self.dev.label()))))
     }
+}
+
+/// Device bytes of `srs`'s five queries.
+fn srs_device_bytes(srs: &Srs) -> u64 {
+    let g1 = std::mem::size_of::<<G1 as super::msm::Curve>::DevAffine>() as u64;
+    let g2 = std::mem::size_of::<<G2 as super::msm::Curve>::DevAffine>() as u64;
+    (srs.h.len() + srs.l.len() + srs.a.len() + srs.b_g1.len()) as u64 * g1 + srs.b_g2.len() as u64 * g2
+}
+
+/// What one partition's device work needs besides the bases, with room to spare: a, b, c on the
+/// domain and a spare transform buffer, the uploaded scalars, and the MSMs' buckets.
+fn working_bytes(w: &Witness) -> u64 {
+    let domain = w.a.len().next_power_of_two() as u64;
+    4 * domain * 32 + (w.input.len() + w.aux.len()) as u64 * 32 + (2 << 30)
 }
 
 /// The inputs a query keeps: all, or those whose bit is set in `density`.

@@ -190,6 +190,35 @@ pub fn generate(
     Ok(manifest)
 }
 
+/// Where `snarkctl` keeps synthetic inputs unless told otherwise: beside the test parameters.
+pub fn default_dir(params_dir: &Path, sector_size: u64) -> PathBuf {
+    params_dir.join(format!("synthetic-{sector_size}"))
+}
+
+/// The manifest in `dir` when it holds every one of `kinds` made from `seed`, else a fresh
+/// [`generate`] into it (requests are rewritten, never half-kept).
+pub fn ensure(
+    sector_size: u64,
+    kinds: &[ProofKind],
+    seed: u64,
+    dir: &Path,
+    progress: &dyn Fn(&str),
+) -> anyhow::Result<SyntheticManifest> {
+    if let Ok(m) = SyntheticManifest::load(dir) {
+        if m.seed == seed && m.sector_size == sector_size && kinds.iter().all(|k| m.kinds.contains_key(k)) {
+            progress(&format!("synthetic inputs reused from {}", dir.display()));
+            return Ok(m);
+        }
+    }
+    let mut all: BTreeSet<ProofKind> = kinds.iter().copied().collect();
+    if let Ok(m) = SyntheticManifest::load(dir) {
+        if m.seed == seed && m.sector_size == sector_size {
+            all.extend(m.kinds.keys().copied());
+        }
+    }
+    generate(sector_size, &all.into_iter().collect::<Vec<_>>(), seed, dir, progress)
+}
+
 /// One kind's request and the figures the manifest reports about it.
 struct Made {
     request: ProofRequest,
