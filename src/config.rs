@@ -144,7 +144,9 @@ impl QueueConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
-    /// An explicit budget; empty derives it from the cgroup limit (or MemAvailable).
+    /// An explicit budget for witnesses alone; empty derives it from the cgroup limit (or
+    /// MemAvailable) minus `reserve` minus the parameters resident at each moment, however they
+    /// were loaded (first use, preload, Preload).
     pub limit: Option<Bytes>,
     /// Kept free for everything that is not a witness (heap, parameters being loaded, the OS).
     pub reserve: Bytes,

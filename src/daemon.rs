@@ -82,12 +82,11 @@ pub async fn run(
         None => None,
     };
 
-    let (budget_bytes, budget_source) = witness_budget(config.memory.limit, &memory, 0, config.memory.reserve);
-    let sizing = Sizing::derive(budget_bytes, budget_source, config.memory.synthesis_parallelism);
+    let sizing = Sizing::derive(witness_budget(config.memory.limit, &memory, config.memory.reserve), config.memory.synthesis_parallelism);
     tracing::info!(
         "witness budget {} from {}; synthesis parallelism {}, lookahead {} per device, {} proving workers",
-        sizing.budget,
-        sizing.budget_source,
+        sizing.budget.bytes,
+        sizing.budget.source,
         sizing.synthesis_parallelism,
         sizing.lookahead_per_device,
         parts.backends.len()
@@ -135,8 +134,8 @@ pub async fn run(
     let mut stopped_early = false;
     for circuit in &config.params.preload {
         notify::status(&format!("preloading {circuit}"));
-        let (srs, id) = (state.srs.clone(), circuit.clone());
-        let load = tokio::task::spawn_blocking(move || srs.preload(&crate::proofs::circuit_id_for(&id)?));
+        let (st, id) = (state.clone(), circuit.clone());
+        let load = tokio::task::spawn_blocking(move || st.preload(&id));
         tokio::select! {
             r = load => match r {
                 Ok(Err(e)) => tracing::error!("preload of {circuit} failed: {}", e.message),

@@ -10,25 +10,58 @@ use crate::error::{ErrorCode, SnarkError};
 use crate::systemd::cgroup::MemoryLimit;
 use crate::units::Bytes;
 
-/// The witness budget and where it came from: an explicit `memory.limit`, else the detected
-/// limit minus resident parameters minus `memory.reserve`.
-pub fn witness_budget(explicit: Option<Bytes>, memory: &MemoryLimit, srs_resident: u64, reserve: Bytes) -> (Bytes, String) {
+/// The witness budget and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WitnessBudget {
+    pub bytes: Bytes,
+    pub source: String,
+    /// Resident parameters come out of `bytes` as they are loaded, preloaded or evicted (the
+    /// budget was derived from a memory limit); false for an explicit `memory.limit`, which is
+    /// the witnesses' alone.
+    pub follows_params: bool,
+}
+
+impl WitnessBudget {
+    /// A fixed budget for witnesses alone.
+    pub fn fixed(bytes: Bytes, source: impl Into<String>) -> WitnessBudget {
+        WitnessBudget { bytes, source: source.into(), follows_params: false }
+    }
+}
+
+/// An explicit `memory.limit`, else the detected limit minus `memory.reserve`, from which the
+/// engine takes out the resident parameters as they change.
+pub fn witness_budget(explicit: Option<Bytes>, memory: &MemoryLimit, reserve: Bytes) -> WitnessBudget {
     match explicit {
-        Some(limit) => (limit, "memory.limit".into()),
-        None => {
-            let b = memory.bytes.saturating_sub(Bytes(srs_resident)).saturating_sub(reserve);
-            (b, format!("{} ({}) - resident params {} - memory.reserve {}", memory.source, memory.bytes, Bytes(srs_resident), reserve))
-        }
+        Some(limit) => WitnessBudget::fixed(limit, "memory.limit"),
+        None => WitnessBudget {
+            bytes: memory.bytes.saturating_sub(reserve),
+            source: format!("{} ({}) - memory.reserve {} - resident params", memory.source, memory.bytes, reserve),
+            follows_params: true,
+        },
     }
 }
 
 #[derive(Debug)]
 struct State {
+    /// The budget before resident parameters come out of it.
     limit: u64,
+    /// Resident parameter bytes, taken out of `limit` when `follows_params`.
+    params: u64,
+    follows_params: bool,
     reserved: u64,
     /// Bytes measured in use by live witnesses (reported, not enforced).
     in_use: u64,
     closed: bool,
+}
+
+impl State {
+    fn effective(&self) -> u64 {
+        if self.follows_params {
+            self.limit.saturating_sub(self.params)
+        } else {
+            self.limit
+        }
+    }
 }
 
 /// A byte budget shared by the synthesis workers.
@@ -46,28 +79,41 @@ pub struct BudgetStatus {
 }
 
 impl Budget {
-    pub fn new(limit: Bytes) -> Budget {
-        Budget {
-            inner: Arc::new((
-                Mutex::new(State { limit: limit.get(), reserved: 0, in_use: 0, closed: false }),
-                Condvar::new(),
-            )),
-        }
+    pub fn new(budget: &WitnessBudget) -> Budget {
+        let state = State {
+            limit: budget.bytes.get(),
+            params: 0,
+            follows_params: budget.follows_params,
+            reserved: 0,
+            in_use: 0,
+            closed: false,
+        };
+        Budget { inner: Arc::new((Mutex::new(state), Condvar::new())) }
     }
 
+    /// What witnesses may reserve now (resident parameters taken out when the budget follows them).
     pub fn limit(&self) -> Bytes {
-        Bytes(self.inner.0.lock().unwrap().limit)
+        Bytes(self.inner.0.lock().unwrap().effective())
     }
 
-    /// Changes the limit (a reload); waiters re-check at once.
-    pub fn set_limit(&self, limit: Bytes) {
-        self.inner.0.lock().unwrap().limit = limit.get();
+    /// Changes the budget (a reload); waiters re-check at once.
+    pub fn set_limit(&self, budget: &WitnessBudget) {
+        let mut s = self.inner.0.lock().unwrap();
+        s.limit = budget.bytes.get();
+        s.follows_params = budget.follows_params;
+        drop(s);
+        self.inner.1.notify_all();
+    }
+
+    /// Records the parameter bytes resident now; waiters re-check at once (an eviction frees room).
+    pub fn set_params(&self, bytes: u64) {
+        self.inner.0.lock().unwrap().params = bytes;
         self.inner.1.notify_all();
     }
 
     pub fn status(&self) -> BudgetStatus {
         let s = self.inner.0.lock().unwrap();
-        BudgetStatus { limit: Bytes(s.limit), reserved: Bytes(s.reserved), in_use: Bytes(s.in_use) }
+        BudgetStatus { limit: Bytes(s.effective()), reserved: Bytes(s.reserved), in_use: Bytes(s.in_use) }
     }
 
     /// Fails at once when `bytes` can never fit, naming both figures.
@@ -97,7 +143,7 @@ impl Budget {
             if cancelled() {
                 return Err(SnarkError::new(ErrorCode::Cancelled, "job cancelled"));
             }
-            if s.reserved + bytes.get() <= s.limit {
+            if s.reserved + bytes.get() <= s.effective() {
                 s.reserved += bytes.get();
                 return Ok(Reservation { budget: self.clone(), held: bytes.get(), in_use: 0 });
             }
@@ -164,7 +210,7 @@ mod tests {
 
     #[test]
     fn reserve_release_and_drop_return_bytes() {
-        let b = Budget::new(Bytes(100));
+        let b = Budget::new(&WitnessBudget::fixed(Bytes(100), "test"));
         let mut r = b.reserve(Bytes(60), &|| false).unwrap();
         assert_eq!(b.status().reserved, Bytes(60));
         r.release(20);
@@ -175,14 +221,14 @@ mod tests {
 
     #[test]
     fn too_big_fails_naming_both_figures() {
-        let b = Budget::new(Bytes(1024));
+        let b = Budget::new(&WitnessBudget::fixed(Bytes(1024), "test"));
         let e = b.reserve(Bytes(4096), &|| false).unwrap_err();
         assert!(e.message.contains("4.0 KiB") && e.message.contains("1.0 KiB"), "{}", e.message);
     }
 
     #[test]
     fn waits_until_bytes_fit() {
-        let b = Budget::new(Bytes(100));
+        let b = Budget::new(&WitnessBudget::fixed(Bytes(100), "test"));
         let r = b.reserve(Bytes(80), &|| false).unwrap();
         let b2 = b.clone();
         let t = std::thread::spawn(move || b2.reserve(Bytes(50), &|| false).map(|r| r.held()));
@@ -193,8 +239,26 @@ mod tests {
     }
 
     #[test]
+    fn resident_parameters_come_out_of_a_derived_budget_only() {
+        let derived = Budget::new(&WitnessBudget { bytes: Bytes(100), source: "test".into(), follows_params: true });
+        derived.set_params(70);
+        assert_eq!(derived.limit(), Bytes(30));
+        let r = derived.reserve(Bytes(30), &|| false).unwrap();
+        let d2 = derived.clone();
+        let waiter = std::thread::spawn(move || d2.reserve(Bytes(20), &|| false).map(|r| r.held()));
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        assert_eq!(derived.status().reserved, Bytes(30), "no room until parameters are evicted");
+        derived.set_params(40);
+        assert_eq!(waiter.join().unwrap().unwrap(), Bytes(20));
+        drop(r);
+        let fixed = Budget::new(&WitnessBudget::fixed(Bytes(100), "memory.limit"));
+        fixed.set_params(70);
+        assert_eq!(fixed.limit(), Bytes(100));
+    }
+
+    #[test]
     fn cancelled_waiter_gives_up() {
-        let b = Budget::new(Bytes(10));
+        let b = Budget::new(&WitnessBudget::fixed(Bytes(10), "test"));
         let _r = b.reserve(Bytes(10), &|| false).unwrap();
         let e = b.reserve(Bytes(5), &|| true).unwrap_err();
         assert_eq!(e.code, ErrorCode::Cancelled);

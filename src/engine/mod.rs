@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use blstrs::Bls12;
 use serde::Serialize;
 
-pub use budget::{Budget, BudgetStatus};
+pub use budget::{Budget, BudgetStatus, WitnessBudget};
 pub use job::{Job, JobId, JobInfo, JobState, Stage, Timings};
 pub use proving::DeviceStatus;
 pub use scheduler::Priority;
@@ -59,8 +59,7 @@ impl EngineSettings {
 /// How the stages are sized; derived once at start-up.
 #[derive(Debug, Clone)]
 pub struct Sizing {
-    pub budget: Bytes,
-    pub budget_source: String,
+    pub budget: WitnessBudget,
     pub synthesis_parallelism: usize,
     pub lookahead_per_device: usize,
 }
@@ -72,12 +71,12 @@ pub const REFERENCE_PARTITION_BYTES: u64 = 130_278_541 * 4 * 32;
 impl Sizing {
     /// Parallelism follows from the budget (how many reference partitions fit) and the CPU count,
     /// unless the config sets it.
-    pub fn derive(budget: Bytes, budget_source: String, configured_parallelism: u32) -> Sizing {
+    pub fn derive(budget: WitnessBudget, configured_parallelism: u32) -> Sizing {
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        let by_budget = (budget.get() / REFERENCE_PARTITION_BYTES) as usize;
+        let by_budget = (budget.bytes.get() / REFERENCE_PARTITION_BYTES) as usize;
         let parallelism =
             if configured_parallelism > 0 { configured_parallelism as usize } else { by_budget.clamp(1, cpus) };
-        Sizing { budget, budget_source, synthesis_parallelism: parallelism, lookahead_per_device: parallelism }
+        Sizing { budget, synthesis_parallelism: parallelism, lookahead_per_device: parallelism }
     }
 }
 
@@ -166,11 +165,12 @@ impl Engine {
             backends,
             srs,
             verifier,
-            Budget::new(sizing.budget),
+            Budget::new(&sizing.budget),
             sizing.synthesis_parallelism,
             sizing.lookahead_per_device,
             metrics,
         );
+        pipeline.budget.set_params(pipeline.srs.resident_bytes());
         let workers = pipeline.spawn_workers();
         let engine = Arc::new(Engine {
             pipeline,
@@ -195,11 +195,17 @@ impl Engine {
     }
 
     /// Applies the live part of a reload.
-    pub fn apply_settings(&self, settings: EngineSettings, budget: Option<Bytes>) {
+    pub fn apply_settings(&self, settings: EngineSettings, budget: Option<WitnessBudget>) {
         *self.settings.write().unwrap() = settings;
         if let Some(b) = budget {
-            self.pipeline.budget.set_limit(b);
+            self.pipeline.budget.set_limit(&b);
         }
+    }
+
+    /// Takes the parameters resident now out of the budget (when it follows them): called after
+    /// every load, preload and eviction, so parameters count however they arrived.
+    pub fn params_changed(&self) {
+        self.pipeline.budget.set_params(self.pipeline.srs.resident_bytes());
     }
 
     /// Accepts a job, or returns the existing one for a repeated `request_id`.
@@ -418,7 +424,7 @@ impl Engine {
             devices: self.pipeline.devices.iter().map(|d| d.status()).collect(),
             queues,
             budget: self.pipeline.budget.status(),
-            budget_source: self.sizing.budget_source.clone(),
+            budget_source: self.sizing.budget.source.clone(),
             synthesis_parallelism: self.pipeline.parallelism,
             lookahead: LookaheadStatus {
                 used: self.pipeline.lookahead.used(),

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::server::AccessPolicy;
 use super::types::ReloadReport;
 use crate::config::{Config, ConfigSource};
-use crate::engine::budget::witness_budget;
+use crate::engine::budget::{witness_budget, WitnessBudget};
 use crate::engine::{Engine, EngineSettings, EngineStatus};
 use crate::error::SnarkError;
 use crate::srs::{CircuitId, Evicted, Preloaded, SrsAdmin, SrsStatus};
@@ -88,12 +88,18 @@ impl State {
     }
 
     /// Resolves `circuit` (a cache identifier or `<kind>:<sector size>`) and loads it.
+    /// Loads a circuit's parameters; the witness budget shrinks by what they hold.
     pub fn preload(&self, circuit: &str) -> Result<Preloaded, SnarkError> {
-        self.srs.preload(&crate::proofs::circuit_id_for(circuit)?)
+        let out = self.srs.preload(&crate::proofs::circuit_id_for(circuit)?);
+        self.engine.params_changed();
+        out
     }
 
+    /// Drops a circuit's parameters; the witness budget grows by what they held.
     pub fn evict(&self, circuit: &str) -> Result<Evicted, SnarkError> {
-        self.srs.evict(&crate::proofs::circuit_id_for(circuit)?)
+        let out = self.srs.evict(&crate::proofs::circuit_id_for(circuit)?);
+        self.engine.params_changed();
+        out
     }
 
     pub fn resident(&self) -> Vec<SrsStatus> {
@@ -109,9 +115,9 @@ impl State {
         self.shutdown.notify_one();
     }
 
-    /// The witness budget the running config gives, after what is resident now.
-    pub fn budget(&self, config: &Config) -> Bytes {
-        witness_budget(config.memory.limit, &self.memory, self.srs.resident_bytes(), config.memory.reserve).0
+    /// The witness budget the running config gives (the engine takes resident parameters out).
+    pub fn budget(&self, config: &Config) -> WitnessBudget {
+        witness_budget(config.memory.limit, &self.memory, config.memory.reserve)
     }
 
     /// Re-reads the config. A rejected config keeps the old one and returns why.

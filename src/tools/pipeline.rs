@@ -107,14 +107,15 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         progress(n);
     }
     let memory = MemoryLimit { bytes: opts.memory_limit, source: "bench: cgroup-style limit".into() };
-    let (budget, budget_source) = crate::engine::budget::witness_budget(config.memory.limit, &memory, srs.resident_bytes(), config.memory.reserve);
-    let sizing = Sizing::derive(budget, budget_source.clone(), config.memory.synthesis_parallelism);
+    let sizing = Sizing::derive(crate::engine::budget::witness_budget(config.memory.limit, &memory, config.memory.reserve), config.memory.synthesis_parallelism);
     let mut settings = EngineSettings::from_config(&config);
     for limit in settings.queue_limits.values_mut() {
         *limit = (*limit).max(opts.proofs as u32 + 1);
     }
     let engine = Engine::start(settings, sizing.clone(), backends, srs.clone() as Arc<dyn SrsSource>, crate::engine::assembly::groth16_verifier());
     let devices: Vec<String> = engine.status().devices.iter().map(|d| d.name.clone()).collect();
+    // what witnesses may reserve, resident parameters taken out
+    let engine_budget = engine.status().budget.limit;
 
     let watch = Watch::start(engine.clone());
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -172,8 +173,8 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         devices,
         query_lengths,
         bench_srs_bytes: Bytes(srs.resident_bytes()),
-        budget,
-        budget_source,
+        budget: engine_budget,
+        budget_source: sizing.budget.source.clone(),
         synthesis_parallelism: sizing.synthesis_parallelism,
         warmup_synthesis_s,
         one_proof_s,

@@ -170,7 +170,7 @@ fn rig(budget: u64, parallelism: u32, prove: Duration) -> Rig {
     let config = snarkd::config::Config::default();
     let engine = Engine::start(
         EngineSettings::from_config(&config),
-        Sizing::derive(Bytes(budget), "test".into(), parallelism),
+        Sizing::derive(snarkd::engine::WitnessBudget::fixed(Bytes(budget), "test"), parallelism),
         vec![Arc::new(backend)],
         Arc::new(FakeSrs::new()),
         Arc::new(|_, _, _| Ok(true)),
@@ -370,7 +370,7 @@ fn reservations_grow_to_the_measured_witness_when_the_estimate_falls_short() {
     // The next job of that circuit reserves 36,000 bytes: it fits in 40,000 but not in 30,000.
     let second = r.engine.submit(short(), SubmitOptions::default()).unwrap();
     assert_eq!(wait_done(&r.engine, &second.job_id, Duration::from_secs(10)).state, JobState::Done);
-    r.engine.apply_settings(EngineSettings::from_config(&snarkd::config::Config::default()), Some(Bytes(30_000)));
+    r.engine.apply_settings(EngineSettings::from_config(&snarkd::config::Config::default()), Some(snarkd::engine::WitnessBudget::fixed(Bytes(30_000), "test")));
     let e = r.engine.submit(short(), SubmitOptions::default()).unwrap_err();
     assert_eq!(e.code, ErrorCode::BadInput, "{e}");
     assert!(e.message.contains("36000") || e.message.contains("35.2 KiB"), "names the refined figure: {e}");
@@ -394,4 +394,50 @@ fn status_lists_each_device_with_its_memory_and_current_job() {
     let json = serde_json::to_value(&device).unwrap();
     assert_eq!(json["memory"]["total"], 141u64 << 30, "{json}");
     r.engine.shutdown();
+}
+
+/// Parameters that "load" on their first use: resident bytes appear only then.
+struct LoadingSrs {
+    inner: FakeSrs,
+    loaded: std::sync::atomic::AtomicBool,
+    bytes: u64,
+}
+
+impl SrsSource for LoadingSrs {
+    fn get(&self, id: &CircuitId) -> Result<(Arc<Srs>, Duration), SnarkError> {
+        let first = !self.loaded.swap(true, Ordering::SeqCst);
+        let (srs, _) = self.inner.get(id)?;
+        Ok((srs, if first { Duration::from_millis(1) } else { Duration::ZERO }))
+    }
+    fn resident_bytes(&self) -> u64 {
+        if self.loaded.load(Ordering::SeqCst) { self.bytes } else { 0 }
+    }
+}
+
+#[test]
+fn parameters_loaded_on_first_use_come_out_of_a_budget_derived_from_memory() {
+    let backend = FakeBackend {
+        prove: Duration::from_millis(1),
+        order: Arc::new(Mutex::new(vec![])),
+        kinds: Arc::new(Mutex::new([(1usize, ProofKind::PorepC2)].into_iter().collect())),
+        calls: AtomicUsize::new(0),
+        release_bytes: 0,
+        announced: Arc::new(Mutex::new(vec![])),
+    };
+    let memory = snarkd::systemd::cgroup::MemoryLimit { bytes: Bytes(10 << 20), source: "test cgroup".into() };
+    let budget = snarkd::engine::budget::witness_budget(None, &memory, Bytes(1 << 20));
+    let config = snarkd::config::Config::default();
+    let srs = Arc::new(LoadingSrs { inner: FakeSrs::new(), loaded: false.into(), bytes: 4 << 20 });
+    let engine = Engine::start(
+        EngineSettings::from_config(&config),
+        Sizing::derive(budget, 1),
+        vec![Arc::new(backend)],
+        srs,
+        Arc::new(|_, _, _| Ok(true)),
+    );
+    assert_eq!(engine.status().budget.limit, Bytes(9 << 20), "nothing resident yet: memory minus reserve");
+    let job = engine.submit(statement(ProofKind::PorepC2, 1, 1 << 20, Duration::ZERO), SubmitOptions::default()).unwrap();
+    assert_eq!(wait_done(&engine, &job.job_id, Duration::from_secs(10)).state, JobState::Done);
+    assert_eq!(engine.status().budget.limit, Bytes(5 << 20), "the 4 MiB loaded for the job come out of the budget");
+    engine.shutdown();
 }
