@@ -39,7 +39,10 @@ pub(crate) fn finish(job: &Arc<Job>, srs: &Srs, verify: bool, verifier: &Verifie
     if verify {
         log_stage(job, Stage::Verify, "", "");
         let started = Instant::now();
-        let ok = verifier(job.statement.as_ref(), srs, &proofs);
+        let ok = match job.statement() {
+            Some(statement) => verifier(statement.as_ref(), srs, &proofs),
+            None => return, // ended (cancelled or failed) while its last partition was proved
+        };
         let took = started.elapsed();
         metrics.observe_stage(job.kind, Stage::Verify, took);
         job.progress.lock().unwrap().timings.verify = took;

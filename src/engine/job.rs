@@ -2,7 +2,7 @@
 //! proofs in order, and a watch channel that `Snark.Await` callers wait on.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use blstrs::Bls12;
@@ -157,7 +157,10 @@ pub struct Job {
     pub request_id: Option<String>,
     pub kind: ProofKind,
     pub priority: Priority,
-    pub statement: Box<dyn Statement>,
+    /// The inputs, until the job ends: a 32 GiB PoRep's vanilla proofs are tens of megabytes,
+    /// and a finished job is retained for `queue.job_retention` with only its result.
+    statement: Mutex<Option<Arc<dyn Statement>>>,
+    partitions: usize,
     pub(crate) submitted: Instant,
     submitted_at: SystemTime,
     pub(crate) progress: Mutex<Progress>,
@@ -177,7 +180,8 @@ impl Job {
             request_id,
             kind: statement.kind(),
             priority,
-            statement,
+            statement: Mutex::new(Some(Arc::from(statement))),
+            partitions,
             submitted: Instant::now(),
             submitted_at: SystemTime::now(),
             progress: Mutex::new(Progress {
@@ -198,7 +202,12 @@ impl Job {
     }
 
     pub fn partitions(&self) -> usize {
-        self.statement.partitions()
+        self.partitions
+    }
+
+    /// The job's inputs while it can still use them; `None` once it has ended.
+    pub fn statement(&self) -> Option<Arc<dyn Statement>> {
+        self.statement.lock().unwrap().clone()
     }
 
     /// True once the job was cancelled or has failed: work on it stops at the next boundary.
@@ -223,6 +232,8 @@ impl Job {
         if state.is_terminal() {
             p.finished = Some(Instant::now());
             p.timings.total = self.submitted.elapsed();
+            // work still running on it holds its own reference
+            self.statement.lock().unwrap().take();
         }
         self.watch.send_replace(state);
     }

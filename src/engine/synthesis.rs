@@ -72,13 +72,13 @@ impl Pipeline {
     /// the slot drops here.
     fn synthesize_one(&self, item: WorkItem, slot: Option<LookaheadSlot>) {
         let job = item.job.clone();
-        if job.should_stop() {
+        let Some(statement) = job.statement().filter(|_| !job.should_stop()) else {
             return;
-        }
+        };
         self.mark_running(&job);
 
         let load_started = Instant::now();
-        let srs = match self.srs.get(&job.statement.circuit()) {
+        let srs = match self.srs.get(&statement.circuit()) {
             Ok((srs, load)) => {
                 if !load.is_zero() {
                     log_stage(&job, Stage::ParamsLoad, "", &format!("{:.1} s", load.as_secs_f64()));
@@ -93,7 +93,7 @@ impl Pipeline {
             }
         };
 
-        let estimate = self.estimate(job.statement.as_ref());
+        let estimate = self.estimate(statement.as_ref());
         let mut reservation = match self.budget.reserve(estimate, &|| job.should_stop()) {
             Ok(r) => r,
             Err(e) => {
@@ -113,7 +113,7 @@ impl Pipeline {
         }
         log_stage(&job, Stage::Synthesis, "", &format!("partition {}/{}", item.partition + 1, job.partitions()));
         let started = Instant::now();
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| job.statement.synthesize(item.partition)));
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| statement.synthesize(item.partition)));
         let took = started.elapsed();
         self.metrics.observe_stage(job.kind, Stage::Synthesis, took);
         let witness = match result {
@@ -131,7 +131,7 @@ impl Pipeline {
         reservation.set_in_use(Bytes(bytes));
         {
             let mut measured = self.measured.lock().unwrap();
-            let peak = measured.entry(job.statement.circuit()).or_insert(0);
+            let peak = measured.entry(statement.circuit()).or_insert(0);
             *peak = (*peak).max(bytes);
         }
         job.progress.lock().unwrap().timings.synthesis += took;

@@ -441,3 +441,55 @@ fn parameters_loaded_on_first_use_come_out_of_a_budget_derived_from_memory() {
     assert_eq!(engine.status().budget.limit, Bytes(5 << 20), "the 4 MiB loaded for the job come out of the budget");
     engine.shutdown();
 }
+
+/// A statement that says when it is dropped.
+struct Dropped(FakeStatement, Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.1.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Statement for Dropped {
+    fn kind(&self) -> ProofKind {
+        self.0.kind
+    }
+    fn circuit(&self) -> CircuitId {
+        self.0.circuit()
+    }
+    fn partitions(&self) -> usize {
+        self.0.partitions
+    }
+    fn witness_bytes(&self) -> Bytes {
+        self.0.witness_bytes()
+    }
+    fn synthesize(&self, p: usize) -> Result<Witness, SnarkError> {
+        self.0.synthesize(p)
+    }
+    fn public_inputs(&self, p: usize) -> Result<Vec<Fr>, SnarkError> {
+        self.0.public_inputs(p)
+    }
+}
+
+#[test]
+fn a_retained_job_keeps_its_result_but_not_its_inputs() {
+    let r = rig(1 << 20, 1, Duration::from_millis(1));
+    let fake = || FakeStatement { kind: ProofKind::PorepC2, partitions: 2, bytes: 4096, synth: Duration::from_millis(5) };
+    let flag = || Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (done_flag, cancelled_flag) = (flag(), flag());
+    let done = r.engine.submit(Box::new(Dropped(fake(), done_flag.clone())), SubmitOptions::default()).unwrap();
+    assert_eq!(wait_done(&r.engine, &done.job_id, Duration::from_secs(10)).state, JobState::Done);
+    let slow = FakeStatement { synth: Duration::from_millis(200), ..fake() };
+    let cancelled = r.engine.submit(Box::new(Dropped(slow, cancelled_flag.clone())), SubmitOptions::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    r.engine.cancel(&cancelled.job_id).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !(done_flag.load(Ordering::SeqCst) && cancelled_flag.load(Ordering::SeqCst)) {
+        assert!(Instant::now() < deadline, "inputs still held: done {done_flag:?}, cancelled {cancelled_flag:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(r.engine.job(&done.job_id).unwrap().state, JobState::Done, "the job itself is retained");
+    assert!(r.engine.job(&done.job_id).unwrap().partitions == 2);
+    r.engine.shutdown();
+}
