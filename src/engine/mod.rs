@@ -245,7 +245,7 @@ impl Engine {
         drop(jobs);
         pipeline::log_stage(&job, Stage::Queued, "", &format!("{} partitions, priority {}", job.partitions(), priority.name()));
         for partition in 0..job.partitions() {
-            self.pipeline.enqueue(WorkItem { job: job.clone(), partition, exclude: vec![] });
+            self.pipeline.enqueue(WorkItem { job: job.clone(), partition, exclude: vec![], out_of_memory: vec![] });
         }
         Ok(job.info())
     }

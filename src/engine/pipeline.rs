@@ -28,6 +28,8 @@ pub(crate) struct WorkItem {
     pub partition: usize,
     /// Devices that already failed this item; it is not sent to them again.
     pub exclude: Vec<usize>,
+    /// Devices this item ran out of memory on once (a second time there excludes the device).
+    pub out_of_memory: Vec<usize>,
 }
 
 /// A synthesized witness waiting for its device, with the budget it holds.

@@ -187,12 +187,34 @@ impl Pipeline {
                 *device.degraded.lock().unwrap() = Some(why.clone());
                 self.retry_elsewhere(item, device.index, &why);
             }
+            Ok(Err(e @ BackendError::OutOfMemory { .. })) => self.retry_after_out_of_memory(item, device.index, &e.to_string()),
             Ok(Err(e)) => self.fail(&job, SnarkError::internal(format!("proving failed on {}: {e}", device.name))),
             Err(panic) => self.fail(
                 &job,
                 SnarkError::internal(format!("proving backend {} panicked: {}", device.name, panic_message(&panic))),
             ),
         }
+    }
+
+    /// An out-of-memory is not a device fault: the device stays healthy and the backend has freed
+    /// its cache, so the item goes back to synthesis once more for any device; a second one on
+    /// the same device sends it elsewhere, and with nowhere left the job fails saying so.
+    fn retry_after_out_of_memory(&self, mut item: WorkItem, device: usize, why: &str) {
+        if item.out_of_memory.contains(&device) {
+            item.exclude.push(device);
+            if self.pick_device(&item.exclude).is_none() {
+                let job = item.job.clone();
+                let msg = format!("partition {} does not fit in device memory ({why}), twice, and no other device is left", item.partition + 1);
+                self.fail(&job, SnarkError::internal(msg));
+                return;
+            }
+        } else {
+            item.out_of_memory.push(device);
+        }
+        tracing::warn!(job_id = %item.job.id, "partition {} ran out of device memory, retrying: {why}", item.partition + 1);
+        log_stage(&item.job, Stage::Queued, "", &format!("retrying partition {} after running out of device memory", item.partition + 1));
+        self.metrics.retries.fetch_add(1, Ordering::Relaxed);
+        self.enqueue(item);
     }
 
     /// Sends an item that failed on a device back to synthesis, bound for another device.

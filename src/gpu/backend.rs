@@ -83,6 +83,9 @@ impl GpuBackend {
 
     fn device_error(&self, e: GpuError) -> BackendError {
         let (call, reason) = match e {
+            GpuError::OutOfMemory { what, needed, free, .. } => {
+                return BackendError::OutOfMemory { device: self.dev.label(), what: what.into(), needed: Bytes(needed), free: Bytes(free) }
+            }
             GpuError::Driver { call, reason, .. } => (call.to_string(), reason),
             other => ("prove".to_string(), other.to_string()),
         };
@@ -144,7 +147,15 @@ impl GpuBackend {
             p.take().filter(|(key, _)| *key == WitnessKey::of(&w)).map(|(_, up)| up)
         };
         let mut slots = self.resident.lock().unwrap_or_else(|p| p.into_inner());
-        let res = self.make_resident(&mut slots, srs, &w).map_err(|e| self.device_error(e))?;
+        let res = match self.make_resident(&mut slots, srs, &w) {
+            Ok(res) => res,
+            Err(e) => {
+                if matches!(e, GpuError::OutOfMemory { .. }) {
+                    slots.clear();
+                }
+                return Err(self.device_error(e));
+            }
+        };
 
         // The device picks A's and B's scalars from the aux it uploads for L.
         let a_select = Selection { inputs: Cow::Borrowed(&w.input), aux: &w.a_aux_density };
@@ -155,8 +166,15 @@ impl GpuBackend {
         let next_ab = next.filter(|n| n.a.len() == w.a.len()).map(|n| (n.a.as_slice(), n.b.as_slice()));
         let input = PartitionInput { a: &w.a, b: &w.b, aux: &w.aux, a_select, b_select, next: next_ab };
         let ab_bytes = (w.a.len() + w.b.len()) as u64 * 32;
-        let mut out =
-            partition::run(dev, &bases, &input, prefetched, &mut || release(ab_bytes)).map_err(|e| self.device_error(e))?;
+        let mut out = match partition::run(dev, &bases, &input, prefetched, &mut || release(ab_bytes)) {
+            Ok(out) => out,
+            Err(e) => {
+                if matches!(e, GpuError::OutOfMemory { .. }) {
+                    slots.clear(); // the retry starts from an empty device
+                }
+                return Err(self.device_error(e));
+            }
+        };
         if let (Some(n), Some(up)) = (next, out.next.take()) {
             *self.prefetched.lock().unwrap_or_else(|p| p.into_inner()) = Some((WitnessKey::of(n), up));
         }

@@ -40,6 +40,11 @@ pub enum GpuError {
     OutOfMemory { device: usize, what: &'static str, needed: u64, free: u64 },
 }
 
+/// Bytes of `n` elements of `T`.
+fn bytes_of<T>(n: usize) -> u64 {
+    (n * std::mem::size_of::<T>()) as u64
+}
+
 /// The driver entry point, guarded: cudarc panics when libcuda is missing, so check first.
 fn driver_present() -> bool {
     // SAFETY: only tries to dlopen libcuda.
@@ -253,9 +258,10 @@ impl GpuDevice {
         Ok((free as u64 + idle, total as u64))
     }
 
-    /// `alloc()`, and once more after the memory pool gave its idle memory back to the device,
-    /// when the first try failed for memory (the idle blocks did not fit the request).
-    fn alloc_retry<T>(&self, what: &'static str, alloc: impl Fn() -> Result<T, DriverError>) -> Result<T, GpuError> {
+    /// `alloc()` of `bytes`, and once more after the memory pool gave its idle memory back to the
+    /// device, when the first try failed for memory (the idle blocks did not fit the request); a
+    /// second failure for memory is [`GpuError::OutOfMemory`], not a driver fault.
+    fn alloc_retry<T>(&self, what: &'static str, bytes: u64, alloc: impl Fn() -> Result<T, DriverError>) -> Result<T, GpuError> {
         match alloc() {
             Err(DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => {
                 // blocks are idle once the frees queued on every stream have run
@@ -263,7 +269,13 @@ impl GpuDevice {
                     s.synchronize().map_err(|e| self.err("cuStreamSynchronize", e))?;
                 }
                 self.pool.trim().map_err(|e| self.err("cuMemPoolTrimTo", e))?;
-                alloc().map_err(|e| self.err(what, e))
+                match alloc() {
+                    Err(DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => {
+                        let free = self.mem_info().map(|(free, _)| free).unwrap_or(0);
+                        Err(GpuError::OutOfMemory { device: self.ordinal, what, needed: bytes, free })
+                    }
+                    r => r.map_err(|e| self.err(what, e)),
+                }
             }
             r => r.map_err(|e| self.err(what, e)),
         }
@@ -283,26 +295,26 @@ impl GpuDevice {
     }
 
     pub(crate) fn zeros<T: DeviceRepr + ValidAsZeroBits>(&self, n: usize) -> Result<CudaSlice<T>, GpuError> {
-        self.alloc_retry("cuMemAllocAsync", || self.stream.alloc_zeros::<T>(n.max(1)))
+        self.alloc_retry("cuMemAllocAsync", bytes_of::<T>(n), || self.stream.alloc_zeros::<T>(n.max(1)))
     }
 
     /// A buffer of `n` elements, each written by the caller before anything reads it (elements
     /// never read may stay unwritten).
     pub(crate) fn alloc<T: DeviceRepr>(&self, n: usize) -> Result<CudaSlice<T>, GpuError> {
         // SAFETY: uninitialized device memory; callers write each element before it is read.
-        self.alloc_retry("cuMemAllocAsync", || unsafe { self.stream.alloc::<T>(n.max(1)) })
+        self.alloc_retry("cuMemAllocAsync", bytes_of::<T>(n), || unsafe { self.stream.alloc::<T>(n.max(1)) })
     }
 
     /// A new buffer holding a copy of `src`, made on the compute stream.
     pub(crate) fn copy_of<T: DeviceRepr>(&self, src: &CudaSlice<T>) -> Result<CudaSlice<T>, GpuError> {
-        self.alloc_retry("cuMemcpyDtoDAsync", || self.stream.clone_dtod(src))
+        self.alloc_retry("cuMemcpyDtoDAsync", bytes_of::<T>(src.len()), || self.stream.clone_dtod(src))
     }
 
     pub(crate) fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>, GpuError> {
         if host.is_empty() {
             return self.alloc::<T>(1); // unwritten, and nothing reads it
         }
-        self.alloc_retry("cuMemcpyHtoDAsync", || self.stream.clone_htod(host))
+        self.alloc_retry("cuMemcpyHtoDAsync", bytes_of::<T>(host.len()), || self.stream.clone_htod(host))
     }
 
     /// Copies scalars into `dst` through two pinned staging buffers: the CPU copies a chunk into

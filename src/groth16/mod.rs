@@ -173,6 +173,10 @@ pub enum BackendError {
     /// The device failed; the job may be retried elsewhere.
     #[error("device {device} failed in {call}: {reason}")]
     Device { device: String, call: String, reason: String },
+    /// The device had too little free memory for this partition; nothing is wrong with it. The
+    /// backend has freed what it cached, so the partition may be retried.
+    #[error("device {device} out of memory: {what} needs {needed}, {free} free")]
+    OutOfMemory { device: String, what: String, needed: crate::units::Bytes, free: crate::units::Bytes },
     #[error("{0}")]
     Other(String),
 }
