@@ -113,7 +113,13 @@ impl Pipeline {
         }
         log_stage(&job, Stage::Synthesis, "", &format!("partition {}/{}", item.partition + 1, job.partitions()));
         let started = Instant::now();
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| statement.synthesize(item.partition)));
+        let stop: crate::groth16::StopFn = {
+            let job = job.clone();
+            Arc::new(move || job.should_stop())
+        };
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            crate::groth16::stoppable(stop, || statement.synthesize(item.partition))
+        }));
         let took = started.elapsed();
         self.metrics.observe_stage(job.kind, Stage::Synthesis, took);
         let witness = match result {

@@ -5,8 +5,9 @@
 //! the witness and numbers its variables as the sequential run would. The witness is therefore
 //! byte-identical to bellperson's sequential one, and no part of it is ever copied or held twice.
 
+use std::cell::RefCell;
 use std::mem::MaybeUninit;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
@@ -24,9 +25,33 @@ pub enum ForkError {
     Synthesis(#[from] SynthesisError),
     #[error("item {item}: {source}")]
     Item { item: usize, source: SynthesisError },
+    /// The synthesis was told to stop ([`stoppable`]): its job was cancelled or failed.
+    #[error("stopped before item {item}: the job was cancelled or has ended")]
+    Stopped { item: usize },
     /// Items are placed by one shape, so every item must have it.
     #[error("item {item} does not have the shape of the circuit's items: it has {what}")]
     Shape { item: usize, what: String },
+}
+
+/// Asked before each fork item starts: true stops the synthesis there.
+pub type StopFn = Arc<dyn Fn() -> bool + Send + Sync>;
+
+thread_local! {
+    static STOP: RefCell<Option<StopFn>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, a synthesis on this thread, so that every [`WitnessCs::fork_map`] it calls asks
+/// `stop` before each item and ends with [`ForkError::Stopped`] once it answers true: a cancelled
+/// job's synthesis ends after the items already running, not after the whole partition.
+pub fn stoppable<R>(stop: StopFn, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<StopFn>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            STOP.with(|s| *s.borrow_mut() = self.0.take());
+        }
+    }
+    let _restore = Restore(STOP.with(|s| s.replace(Some(stop))));
+    f()
 }
 
 /// What one item adds to the witness.
@@ -107,9 +132,13 @@ impl WitnessCs {
             .enumerate()
             .collect();
         let densities = Mutex::new((a_aux_density, b_input_density, b_aux_density));
+        let stop = STOP.with(|s| s.borrow().clone());
         let results: Vec<Result<R, ForkError>> = jobs
             .into_par_iter()
             .map(|(i, ((((item, a), b), input), aux))| {
+                if stop.as_ref().is_some_and(|stop| stop()) {
+                    return Err(ForkError::Stopped { item: i });
+                }
                 let mut cs = ForkCs(Mode::Fill(Fill {
                     input: Part { prefix: prefix_input, own: Slot::new(input), base: input_base + i * shape.inputs },
                     aux: Part { prefix: prefix_aux, own: Slot::new(aux), base: aux_base + i * shape.aux },
@@ -495,6 +524,19 @@ mod tests {
             .fork_map(vec![4], &ItemShape::default(), |cs, k| item(cs, k, vars, (Fr::from(3u64), Fr::from(7u64))))
             .unwrap();
         assert_eq!(owns, vec![Variable::new_unchecked(Index::Aux(2))]);
+    }
+
+    #[test]
+    fn a_stopped_synthesis_ends_with_stopped_and_an_unstopped_one_runs() {
+        let shape = ItemShape::default();
+        let never: StopFn = Arc::new(|| false);
+        let seq = synthesize(Toy).unwrap();
+        assert_eq!(stoppable(never, || forked((0..ITEMS).collect(), &shape)).unwrap().first_difference(&seq), None);
+        let now: StopFn = Arc::new(|| true);
+        let e = stoppable(now, || forked((0..ITEMS).collect(), &shape)).unwrap_err();
+        assert!(matches!(e, ForkError::Stopped { .. }), "{e}");
+        // the token was this call's only
+        assert!(forked((0..ITEMS).collect(), &shape).is_ok());
     }
 
     /// Items with one aux variable more or less than the shape, and a failing item: errors that

@@ -235,7 +235,7 @@ pub mod prover;
 pub mod verify;
 
 pub use assignment::{synthesize, synthesize_with, WitnessCs};
-pub use fork::{ForkCs, ForkError, ItemShape};
+pub use fork::{stoppable, ForkCs, ForkError, ItemShape, StopFn};
 pub use cpu::CpuBackend;
 pub use verify::verify;
 

@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::built;
-use crate::error::SnarkError;
+use crate::error::{ErrorCode, SnarkError};
 use crate::groth16::{synthesize_with, ForkError, ItemShape, Witness, WitnessCs};
 use crate::srs::CircuitId;
 
@@ -60,7 +60,10 @@ fn item_shape(circuit: &CircuitId, stage: &'static str) -> Arc<ItemShape> {
 }
 
 fn synthesized(partition: usize, witness: Result<Witness, ForkError>) -> Result<Witness, SnarkError> {
-    witness.map_err(|e| SnarkError::internal(format!("partition {partition}: parallel synthesis failed: {e}")))
+    witness.map_err(|e| match e {
+        ForkError::Stopped { .. } => SnarkError::new(ErrorCode::Cancelled, format!("partition {partition}: synthesis {e}")),
+        e => SnarkError::internal(format!("partition {partition}: parallel synthesis failed: {e}")),
+    })
 }
 
 /// PoRep: `StackedCircuit`'s synthesis (storage-proofs-porep src/stacked/circuit/proof.rs lines
