@@ -170,7 +170,10 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
 }
 
 /// `snarkctl bench …`: each benchmark prints its rows, or JSON with `--json`.
-async fn bench(what: BenchCommand, show: &dyn Fn(&Value, &dyn Fn(&Value) -> String)) -> anyhow::Result<()> {
+/// Prints a result: its JSON with `--json`, else the human text the second closure makes of it.
+type Show<'a> = &'a dyn Fn(&Value, &dyn Fn(&Value) -> String);
+
+async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
     match what {
         BenchCommand::Msm { log_size } => {
             gpu_bench(move |dev| {

@@ -184,7 +184,8 @@ impl Pipeline {
     /// WinningPoSt never waits behind long PoRep syntheses) and one worker per device.
     pub fn spawn_workers(self: &Arc<Self>) -> Vec<std::thread::JoinHandle<()>> {
         let mut handles = Vec::new();
-        let mut spawn = |name: String, work: Box<dyn FnOnce(Arc<Pipeline>, &Beat) + Send>| {
+        type Work = Box<dyn FnOnce(Arc<Pipeline>, &Beat) + Send>;
+        let mut spawn = |name: String, work: Work| {
             let beat = Beat::new(name.clone());
             self.beats.lock().unwrap().push(beat.clone());
             let p = self.clone();
