@@ -1,6 +1,7 @@
 //! The memory budget for witnesses: every work item reserves its estimated bytes before synthesis
 //! starts and releases them in parts as the proving stage frees each buffer, so no witness ever
-//! exists outside the budget (the rule cuzk broke when it OOMed at 668 GiB).
+//! exists outside the budget (the rule cuzk broke when it OOMed at 668 GiB). Ordinary work leaves
+//! [`URGENT_HEADROOM`] free, so a WinningPoSt never waits for a PoRep partition to give bytes back.
 
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -9,6 +10,10 @@ use serde::Serialize;
 use crate::error::{ErrorCode, SnarkError};
 use crate::systemd::cgroup::MemoryLimit;
 use crate::units::Bytes;
+
+/// What ordinary reservations leave free for urgent ones (a WinningPoSt witness is ~50 MB at
+/// 32 GiB): 1 GiB, or an eighth of a smaller budget.
+pub const URGENT_HEADROOM: u64 = 1 << 30;
 
 /// The witness budget and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +65,17 @@ impl State {
             self.limit.saturating_sub(self.params)
         } else {
             self.limit
+        }
+    }
+
+    /// What a reservation may bring the total to: all of it for urgent work, less the headroom
+    /// for the rest.
+    fn ceiling(&self, urgent: bool) -> u64 {
+        let all = self.effective();
+        if urgent {
+            all
+        } else {
+            all - URGENT_HEADROOM.min(all / 8)
         }
     }
 }
@@ -117,13 +133,17 @@ impl Budget {
     }
 
     /// Fails at once when `bytes` can never fit, naming both figures.
-    pub fn check_fits(&self, bytes: Bytes) -> Result<(), SnarkError> {
-        let limit = self.limit();
-        if bytes > limit {
+    pub fn check_fits(&self, bytes: Bytes, urgent: bool) -> Result<(), SnarkError> {
+        let (all, ceiling) = {
+            let s = self.inner.0.lock().unwrap();
+            (Bytes(s.effective()), Bytes(s.ceiling(urgent)))
+        };
+        if bytes > ceiling {
+            let kept = if urgent { String::new() } else { format!(" ({} of it kept for WinningPoSt)", Bytes(all.get() - ceiling.get())) };
             return Err(SnarkError::new(
                 ErrorCode::BadInput,
                 format!(
-                    "one partition needs an estimated {bytes} of witness memory but the whole budget is {limit}; \
+                    "one partition needs an estimated {bytes} of witness memory but the whole budget is {all}{kept}; \
                      raise memory.limit or the service's MemoryMax"
                 ),
             ));
@@ -131,9 +151,19 @@ impl Budget {
         Ok(())
     }
 
-    /// Blocks until `bytes` fit, or fails when the budget closes or `cancelled()` turns true.
+    /// Blocks until `bytes` fit (ordinary work: with [`URGENT_HEADROOM`] left free), or fails
+    /// when the budget closes or `cancelled()` turns true.
     pub fn reserve(&self, bytes: Bytes, cancelled: &dyn Fn() -> bool) -> Result<Reservation, SnarkError> {
-        self.check_fits(bytes)?;
+        self.reserve_as(bytes, false, cancelled)
+    }
+
+    /// [`Budget::reserve`] for urgent work (WinningPoSt), which may use the headroom too.
+    pub fn reserve_urgent(&self, bytes: Bytes, cancelled: &dyn Fn() -> bool) -> Result<Reservation, SnarkError> {
+        self.reserve_as(bytes, true, cancelled)
+    }
+
+    fn reserve_as(&self, bytes: Bytes, urgent: bool, cancelled: &dyn Fn() -> bool) -> Result<Reservation, SnarkError> {
+        self.check_fits(bytes, urgent)?;
         let (lock, cv) = &*self.inner;
         let mut s = lock.lock().unwrap();
         loop {
@@ -143,7 +173,7 @@ impl Budget {
             if cancelled() {
                 return Err(SnarkError::new(ErrorCode::Cancelled, "job cancelled"));
             }
-            if s.reserved + bytes.get() <= s.effective() {
+            if s.reserved + bytes.get() <= s.ceiling(urgent) {
                 s.reserved += bytes.get();
                 return Ok(Reservation { budget: self.clone(), held: bytes.get(), in_use: 0 });
             }
@@ -222,7 +252,7 @@ mod tests {
     #[test]
     fn too_big_fails_naming_both_figures() {
         let b = Budget::new(&WitnessBudget::fixed(Bytes(1024), "test"));
-        let e = b.reserve(Bytes(4096), &|| false).unwrap_err();
+        let e = b.reserve_urgent(Bytes(4096), &|| false).unwrap_err();
         assert!(e.message.contains("4.0 KiB") && e.message.contains("1.0 KiB"), "{}", e.message);
     }
 
@@ -243,9 +273,9 @@ mod tests {
         let derived = Budget::new(&WitnessBudget { bytes: Bytes(100), source: "test".into(), follows_params: true });
         derived.set_params(70);
         assert_eq!(derived.limit(), Bytes(30));
-        let r = derived.reserve(Bytes(30), &|| false).unwrap();
+        let r = derived.reserve_urgent(Bytes(30), &|| false).unwrap();
         let d2 = derived.clone();
-        let waiter = std::thread::spawn(move || d2.reserve(Bytes(20), &|| false).map(|r| r.held()));
+        let waiter = std::thread::spawn(move || d2.reserve_urgent(Bytes(20), &|| false).map(|r| r.held()));
         std::thread::sleep(std::time::Duration::from_millis(150));
         assert_eq!(derived.status().reserved, Bytes(30), "no room until parameters are evicted");
         derived.set_params(40);
@@ -257,9 +287,26 @@ mod tests {
     }
 
     #[test]
+    fn ordinary_work_leaves_the_headroom_to_urgent_work() {
+        let b = Budget::new(&WitnessBudget::fixed(Bytes(800), "test"));
+        // a full budget for ordinary work: 800 - 800/8
+        let _porep = b.reserve(Bytes(700), &|| false).unwrap();
+        let b2 = b.clone();
+        let ordinary = std::thread::spawn(move || b2.reserve(Bytes(50), &|| false).map(|r| r.held()));
+        let winning = b.reserve_urgent(Bytes(90), &|| false).unwrap();
+        assert_eq!(winning.held(), Bytes(90), "urgent work does not wait");
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        assert!(!ordinary.is_finished(), "ordinary work waits");
+        drop(_porep);
+        assert_eq!(ordinary.join().unwrap().unwrap(), Bytes(50));
+        assert_eq!(b.check_fits(Bytes(750), false).unwrap_err().code, ErrorCode::BadInput);
+        assert!(b.check_fits(Bytes(750), true).is_ok());
+    }
+
+    #[test]
     fn cancelled_waiter_gives_up() {
         let b = Budget::new(&WitnessBudget::fixed(Bytes(10), "test"));
-        let _r = b.reserve(Bytes(10), &|| false).unwrap();
+        let _r = b.reserve_urgent(Bytes(10), &|| false).unwrap();
         let e = b.reserve(Bytes(5), &|| true).unwrap_err();
         assert_eq!(e.code, ErrorCode::Cancelled);
     }

@@ -235,8 +235,8 @@ impl Engine {
                 format!("the {kind} queue is full ({active} of {limit} jobs); retry later or raise queue.{}", kind.name()),
             ));
         }
-        self.pipeline.budget.check_fits(self.pipeline.estimate(statement.as_ref()))?;
         let priority = Priority::effective(kind, opts.priority, settings.allow_priority_raise);
+        self.pipeline.budget.check_fits(self.pipeline.estimate(statement.as_ref()), priority == Priority::Critical)?;
         let job = Arc::new(Job::new(statement, priority, opts.request_id.clone()));
         if let Some(rid) = &opts.request_id {
             jobs.by_request.insert(rid.clone(), job.id.clone());

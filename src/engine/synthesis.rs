@@ -94,7 +94,12 @@ impl Pipeline {
         };
 
         let estimate = self.estimate(statement.as_ref());
-        let mut reservation = match self.budget.reserve(estimate, &|| job.should_stop()) {
+        let reserved = if job.priority == Priority::Critical {
+            self.budget.reserve_urgent(estimate, &|| job.should_stop())
+        } else {
+            self.budget.reserve(estimate, &|| job.should_stop())
+        };
+        let mut reservation = match reserved {
             Ok(r) => r,
             Err(e) => {
                 if e.code != ErrorCode::Cancelled {

@@ -357,7 +357,7 @@ fn metrics_parse_as_prometheus_text() {
 
 #[test]
 fn reservations_grow_to_the_measured_witness_when_the_estimate_falls_short() {
-    let r = rig(40_000, 1, Duration::from_millis(1));
+    let r = rig(42_000, 1, Duration::from_millis(1));
     // Estimated at 16 bytes, but each witness carries 1000 inputs: 32,000 bytes.
     let short = || Box::new(KindTagged(FakeStatement { kind: ProofKind::PorepC2, partitions: 1, bytes: 16, synth: Duration::ZERO }, 1000));
     let first = r.engine.submit(short(), SubmitOptions::default()).unwrap();
@@ -367,7 +367,7 @@ fn reservations_grow_to_the_measured_witness_when_the_estimate_falls_short() {
     assert_eq!(s.estimates[0].measured_peak.get(), 32_000);
     assert_eq!(s.estimates[0].reserve.get(), 36_000);
     assert_eq!(s.budget.reserved.get(), 0);
-    // The next job of that circuit reserves 36,000 bytes: it fits in 40,000 but not in 30,000.
+    // The next job of that circuit reserves 36,000 bytes: it fits in 42,000 (less the headroom) but not in 30,000.
     let second = r.engine.submit(short(), SubmitOptions::default()).unwrap();
     assert_eq!(wait_done(&r.engine, &second.job_id, Duration::from_secs(10)).state, JobState::Done);
     r.engine.apply_settings(EngineSettings::from_config(&snarkd::config::Config::default()), Some(snarkd::engine::WitnessBudget::fixed(Bytes(30_000), "test")));
