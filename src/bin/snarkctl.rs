@@ -242,8 +242,7 @@ async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
                 if !no_winning && kind != ProofKind::WinningPost {
                     kinds.push(ProofKind::WinningPost);
                 }
-                let dir = inputs.unwrap_or_else(|| snarkd::tools::synthetic::default_dir(&params.path, shape.sector_size));
-                let m = snarkd::tools::synthetic::ensure(shape.sector_size, &kinds, 1, &dir, &progress)?;
+                let m = synthetic_inputs(shape.sector_size, &kinds, inputs, &params, &progress)?;
                 let main = m.request(kind)?;
                 let winning = kinds.get(1).map(|&k| m.request(k)).transpose()?;
                 let opts = snarkd::tools::pipeline::PipelineOptions { proofs, memory_limit: snarkd::units::Bytes(memory_limit), gpu: !cpu };
@@ -259,8 +258,7 @@ async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
         BenchCommand::Synthesis { shape, partition, runs, inputs, params } => {
             let rows = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
                 let kind = ProofKind::from(shape.kind);
-                let dir = inputs.unwrap_or_else(|| snarkd::tools::synthetic::default_dir(&params.path, shape.sector_size));
-                let m = snarkd::tools::synthetic::ensure(shape.sector_size, &[kind], 1, &dir, &|line| eprintln!("{line}"))?;
+                let m = synthetic_inputs(shape.sector_size, &[kind], inputs, &params, &|line| eprintln!("{line}"))?;
                 snarkd::tools::bench_synthesis(&m.request(kind)?, partition, runs)
             })
             .await??;
@@ -323,6 +321,18 @@ async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The benchmarks' synthetic inputs (seed 1): in `inputs`, else beside the parameters; made if missing.
+fn synthetic_inputs(
+    sector_size: u64,
+    kinds: &[ProofKind],
+    inputs: Option<std::path::PathBuf>,
+    params: &snarkd::cli::ParamsDir,
+    progress: &dyn Fn(&str),
+) -> anyhow::Result<snarkd::tools::synthetic::SyntheticManifest> {
+    let dir = inputs.unwrap_or_else(|| snarkd::tools::synthetic::default_dir(&params.path, sector_size));
+    snarkd::tools::synthetic::ensure(sector_size, kinds, 1, &dir, progress)
 }
 
 /// Runs a GPU benchmark on device 0 and prints its rows.

@@ -170,7 +170,7 @@ impl Engine {
             sizing.lookahead_per_device,
             metrics,
         );
-        pipeline.budget.set_params(pipeline.srs.resident_bytes());
+        pipeline.params_changed();
         let workers = pipeline.spawn_workers();
         let engine = Arc::new(Engine {
             pipeline,
@@ -205,7 +205,7 @@ impl Engine {
     /// Takes the parameters resident now out of the budget (when it follows them): called after
     /// every load, preload and eviction, so parameters count however they arrived.
     pub fn params_changed(&self) {
-        self.pipeline.budget.set_params(self.pipeline.srs.resident_bytes());
+        self.pipeline.params_changed();
     }
 
     /// Accepts a job, or returns the existing one for a repeated `request_id`.

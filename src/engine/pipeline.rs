@@ -222,6 +222,11 @@ impl Pipeline {
     pub(crate) fn stopped(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
     }
+    /// Takes the parameters resident now out of the budget (when it follows them).
+    pub fn params_changed(&self) {
+        self.budget.set_params(self.srs.resident_bytes());
+    }
+
     pub fn fail(&self, job: &Arc<Job>, err: SnarkError) {
         fail_job(job, err, &self.metrics);
     }

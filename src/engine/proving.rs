@@ -212,7 +212,12 @@ impl Pipeline {
             item.out_of_memory.push(device);
         }
         tracing::warn!(job_id = %item.job.id, "partition {} ran out of device memory, retrying: {why}", item.partition + 1);
-        log_stage(&item.job, Stage::Queued, "", &format!("retrying partition {} after running out of device memory", item.partition + 1));
+        self.requeue(item, "after running out of device memory");
+    }
+
+    /// Sends an item back to synthesis, logged as a retry.
+    fn requeue(&self, item: WorkItem, after: &str) {
+        log_stage(&item.job, Stage::Queued, "", &format!("retrying partition {} {after}", item.partition + 1));
         self.metrics.retries.fetch_add(1, Ordering::Relaxed);
         self.enqueue(item);
     }
@@ -225,9 +230,7 @@ impl Pipeline {
             self.fail(&job, SnarkError::internal(format!("device failed ({why}) and no other device is healthy")));
             return;
         }
-        log_stage(&item.job, Stage::Queued, "", &format!("retrying partition {} after device failure", item.partition + 1));
-        self.metrics.retries.fetch_add(1, Ordering::Relaxed);
-        self.enqueue(item);
+        self.requeue(item, "after device failure");
     }
 
 }

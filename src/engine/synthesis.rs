@@ -82,7 +82,7 @@ impl Pipeline {
             Ok((srs, load)) => {
                 if !load.is_zero() {
                     log_stage(&job, Stage::ParamsLoad, "", &format!("{:.1} s", load.as_secs_f64()));
-                    self.budget.set_params(self.srs.resident_bytes());
+                    self.params_changed();
                 }
                 job.progress.lock().unwrap().timings.params_load += load_started.elapsed();
                 srs

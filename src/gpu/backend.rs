@@ -19,7 +19,7 @@ use rand_core::OsRng;
 
 use super::device::{GpuDevice, GpuError};
 use super::msm::{DeviceBases, G1, G2};
-use super::partition::{self, Prefetched, Selection, PartitionBases, PartitionInput};
+use super::partition::{self, PartitionBases, PartitionInput, PartitionOutput, Prefetched, Selection};
 use super::types::AsDevice;
 use crate::groth16::prover::{assemble, check_shape, MsmSums};
 use crate::groth16::{BackendError, Density, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, Witness};
@@ -131,32 +131,17 @@ impl GpuBackend {
         Ok(slots.last().expect("just pushed"))
     }
 
-    fn prove_inner(
+    /// One partition's device work: `srs` made resident, then [`partition::run`].
+    fn run_partition(
         &self,
-        w: Witness,
+        slots: &mut Vec<Resident>,
+        w: &Witness,
         srs: &Srs,
+        prefetched: Option<Prefetched>,
         release: ReleaseFn<'_>,
         next: Option<&Witness>,
-    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        let start = Instant::now();
-        check_shape(&w, srs)?;
-        let dev = &self.dev;
-        // this witness's a and b, if the proof before uploaded them; any other prefetch is stale
-        let prefetched = {
-            let mut p = self.prefetched.lock().unwrap_or_else(|p| p.into_inner());
-            p.take().filter(|(key, _)| *key == WitnessKey::of(&w)).map(|(_, up)| up)
-        };
-        let mut slots = self.resident.lock().unwrap_or_else(|p| p.into_inner());
-        let res = match self.make_resident(&mut slots, srs, &w) {
-            Ok(res) => res,
-            Err(e) => {
-                if matches!(e, GpuError::OutOfMemory { .. }) {
-                    slots.clear();
-                }
-                return Err(self.device_error(e));
-            }
-        };
-
+    ) -> Result<PartitionOutput, GpuError> {
+        let res = self.make_resident(slots, srs, w)?;
         // The device picks A's and B's scalars from the aux it uploads for L.
         let a_select = Selection { inputs: Cow::Borrowed(&w.input), aux: &w.a_aux_density };
         let b_inputs = kept_inputs(&w.input, Some(&w.b_input_density)).copied().collect();
@@ -166,15 +151,30 @@ impl GpuBackend {
         let next_ab = next.filter(|n| n.a.len() == w.a.len()).map(|n| (n.a.as_slice(), n.b.as_slice()));
         let input = PartitionInput { a: &w.a, b: &w.b, aux: &w.aux, a_select, b_select, next: next_ab };
         let ab_bytes = (w.a.len() + w.b.len()) as u64 * 32;
-        let mut out = match partition::run(dev, &bases, &input, prefetched, &mut || release(ab_bytes)) {
-            Ok(out) => out,
-            Err(e) => {
-                if matches!(e, GpuError::OutOfMemory { .. }) {
-                    slots.clear(); // the retry starts from an empty device
-                }
-                return Err(self.device_error(e));
-            }
+        partition::run(&self.dev, &bases, &input, prefetched, &mut || release(ab_bytes))
+    }
+
+    fn prove_inner(
+        &self,
+        w: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+        next: Option<&Witness>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        let start = Instant::now();
+        check_shape(&w, srs)?;
+        // this witness's a and b, if the proof before uploaded them; any other prefetch is stale
+        let prefetched = {
+            let mut p = self.prefetched.lock().unwrap_or_else(|p| p.into_inner());
+            p.take().filter(|(key, _)| *key == WitnessKey::of(&w)).map(|(_, up)| up)
         };
+        let mut slots = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        let run = self.run_partition(&mut slots, &w, srs, prefetched, release, next);
+        if matches!(run, Err(GpuError::OutOfMemory { .. })) {
+            slots.clear(); // the retry starts from an empty device
+        }
+        drop(slots);
+        let mut out = run.map_err(|e| self.device_error(e))?;
         if let (Some(n), Some(up)) = (next, out.next.take()) {
             *self.prefetched.lock().unwrap_or_else(|p| p.into_inner()) = Some((WitnessKey::of(n), up));
         }

@@ -204,17 +204,14 @@ pub fn ensure(
     dir: &Path,
     progress: &dyn Fn(&str),
 ) -> anyhow::Result<SyntheticManifest> {
-    if let Ok(m) = SyntheticManifest::load(dir) {
-        if m.seed == seed && m.sector_size == sector_size && kinds.iter().all(|k| m.kinds.contains_key(k)) {
+    let same = SyntheticManifest::load(dir).ok().filter(|m| m.seed == seed && m.sector_size == sector_size);
+    let mut all: BTreeSet<ProofKind> = kinds.iter().copied().collect();
+    if let Some(m) = same {
+        if all.iter().all(|k| m.kinds.contains_key(k)) {
             progress(&format!("synthetic inputs reused from {}", dir.display()));
             return Ok(m);
         }
-    }
-    let mut all: BTreeSet<ProofKind> = kinds.iter().copied().collect();
-    if let Ok(m) = SyntheticManifest::load(dir) {
-        if m.seed == seed && m.sector_size == sector_size {
-            all.extend(m.kinds.keys().copied());
-        }
+        all.extend(m.kinds.keys().copied());
     }
     generate(sector_size, &all.into_iter().collect::<Vec<_>>(), seed, dir, progress)
 }

@@ -18,12 +18,22 @@ use snarkd::proofs::{ProofKind, Statement};
 use snarkd::srs::{CircuitId, Srs};
 use snarkd::units::Bytes;
 
-/// A statement whose synthesis takes `synth` and whose witness is `bytes` large.
+/// A statement whose synthesis takes `synth` and whose witness is `bytes` large; `dropped`, when
+/// given, turns true once the statement is dropped.
 struct FakeStatement {
     kind: ProofKind,
     partitions: usize,
     bytes: u64,
     synth: Duration,
+    dropped: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl Drop for FakeStatement {
+    fn drop(&mut self) {
+        if let Some(flag) = &self.dropped {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
 }
 
 impl Statement for FakeStatement {
@@ -184,7 +194,7 @@ fn statement(kind: ProofKind, partitions: usize, bytes: u64, synth: Duration) ->
         ProofKind::WindowPost => 3,
         _ => 1,
     };
-    Box::new(KindTagged(FakeStatement { kind, partitions, bytes, synth }, tag))
+    Box::new(KindTagged(FakeStatement { kind, partitions, bytes, synth, dropped: None }, tag))
 }
 
 fn wait_done(engine: &Engine, id: &snarkd::engine::JobId, timeout: Duration) -> snarkd::engine::JobInfo {
@@ -359,7 +369,7 @@ fn metrics_parse_as_prometheus_text() {
 fn reservations_grow_to_the_measured_witness_when_the_estimate_falls_short() {
     let r = rig(42_000, 1, Duration::from_millis(1));
     // Estimated at 16 bytes, but each witness carries 1000 inputs: 32,000 bytes.
-    let short = || Box::new(KindTagged(FakeStatement { kind: ProofKind::PorepC2, partitions: 1, bytes: 16, synth: Duration::ZERO }, 1000));
+    let short = || Box::new(KindTagged(FakeStatement { kind: ProofKind::PorepC2, partitions: 1, bytes: 16, synth: Duration::ZERO, dropped: None }, 1000));
     let first = r.engine.submit(short(), SubmitOptions::default()).unwrap();
     assert_eq!(wait_done(&r.engine, &first.job_id, Duration::from_secs(10)).state, JobState::Done);
     let s = r.engine.status();
@@ -442,46 +452,21 @@ fn parameters_loaded_on_first_use_come_out_of_a_budget_derived_from_memory() {
     engine.shutdown();
 }
 
-/// A statement that says when it is dropped.
-struct Dropped(FakeStatement, Arc<std::sync::atomic::AtomicBool>);
-
-impl Drop for Dropped {
-    fn drop(&mut self) {
-        self.1.store(true, Ordering::SeqCst);
-    }
-}
-
-impl Statement for Dropped {
-    fn kind(&self) -> ProofKind {
-        self.0.kind
-    }
-    fn circuit(&self) -> CircuitId {
-        self.0.circuit()
-    }
-    fn partitions(&self) -> usize {
-        self.0.partitions
-    }
-    fn witness_bytes(&self) -> Bytes {
-        self.0.witness_bytes()
-    }
-    fn synthesize(&self, p: usize) -> Result<Witness, SnarkError> {
-        self.0.synthesize(p)
-    }
-    fn public_inputs(&self, p: usize) -> Result<Vec<Fr>, SnarkError> {
-        self.0.public_inputs(p)
-    }
-}
-
 #[test]
 fn a_retained_job_keeps_its_result_but_not_its_inputs() {
     let r = rig(1 << 20, 1, Duration::from_millis(1));
-    let fake = || FakeStatement { kind: ProofKind::PorepC2, partitions: 2, bytes: 4096, synth: Duration::from_millis(5) };
+    let fake = |synth_ms, dropped| FakeStatement {
+        kind: ProofKind::PorepC2,
+        partitions: 2,
+        bytes: 4096,
+        synth: Duration::from_millis(synth_ms),
+        dropped: Some(dropped),
+    };
     let flag = || Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (done_flag, cancelled_flag) = (flag(), flag());
-    let done = r.engine.submit(Box::new(Dropped(fake(), done_flag.clone())), SubmitOptions::default()).unwrap();
+    let done = r.engine.submit(Box::new(fake(5, done_flag.clone())), SubmitOptions::default()).unwrap();
     assert_eq!(wait_done(&r.engine, &done.job_id, Duration::from_secs(10)).state, JobState::Done);
-    let slow = FakeStatement { synth: Duration::from_millis(200), ..fake() };
-    let cancelled = r.engine.submit(Box::new(Dropped(slow, cancelled_flag.clone())), SubmitOptions::default()).unwrap();
+    let cancelled = r.engine.submit(Box::new(fake(200, cancelled_flag.clone())), SubmitOptions::default()).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     r.engine.cancel(&cancelled.job_id).unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
