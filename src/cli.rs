@@ -384,6 +384,9 @@ pub enum BenchCommand {
         /// Skip the WinningPoSt submitted during the sustained run
         #[arg(long)]
         no_winning: bool,
+        /// Synthesize in full, without recording the circuits first (memory.precompile = false)
+        #[arg(long)]
+        no_precompile: bool,
         /// Synthetic inputs [default: synthetic-<bytes> in the parameter directory, made if missing]
         #[arg(long)]
         inputs: Option<PathBuf>,

@@ -152,6 +152,9 @@ pub struct MemoryConfig {
     pub reserve: Bytes,
     /// Circuits synthesized at once; 0 derives it from the budget and the CPU count.
     pub synthesis_parallelism: u32,
+    /// Record each circuit's A and B matrices on its first use and synthesize it without
+    /// building them from then on; the records count in the budget like parameters.
+    pub precompile: bool,
 }
 
 /// Which GPUs to use.
@@ -271,7 +274,7 @@ impl Default for QueueConfig {
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        MemoryConfig { limit: None, reserve: Bytes(4 * Bytes::GIB), synthesis_parallelism: 0 }
+        MemoryConfig { limit: None, reserve: Bytes(4 * Bytes::GIB), synthesis_parallelism: 0, precompile: true }
     }
 }
 

@@ -71,6 +71,7 @@ pub const KEYS: &[Key] = &[
     Key { key: "memory.limit", format: Format::Unset { example: "\"64GiB\"" }, doc: "An explicit witness budget. Unset (the default) derives it: the service's memory limit (cgroup memory.max/memory.high, else MemAvailable) minus resident parameters minus memory.reserve. Prefer setting MemoryMax= on the unit, so the kernel and the daemon agree." },
     Key { key: "memory.reserve", format: Format::Size, doc: "Kept free of witnesses for everything else: heap, parameters being loaded, the OS." },
     Key { key: "memory.synthesis_parallelism", format: Format::Plain, doc: "Circuits synthesized at once; 0 derives it from the budget and the CPU count (honouring the unit's CPU quota)." },
+    Key { key: "memory.precompile", format: Format::Plain, doc: "Record each circuit's A and B matrices on a thread of its own when the circuit is first proved (a 32 GiB PoRep's take a few minutes and some GiB, counted in the budget like parameters), then synthesize its partitions without building them; false frees the records on reload." },
     Key { key: "gpu.devices", format: Format::Plain, doc: "\"all\", \"none\" (CPU proving only), or a list of CUDA device ordinals such as [0, 1]." },
     Key { key: "log.target", format: Format::Plain, doc: "\"auto\" (native journal entries when stderr is the journal, text otherwise), \"journal\" or \"text\"." },
     Key { key: "log.level", format: Format::Plain, doc: "A tracing filter such as \"info\", \"debug\" or \"snarkd=debug,jsonrpsee=warn\"." },

@@ -233,7 +233,7 @@ async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
             });
             Ok(())
         }
-        BenchCommand::Pipeline { shape, proofs, memory_limit, cpu, no_winning, inputs, params } => {
+        BenchCommand::Pipeline { shape, proofs, memory_limit, cpu, no_winning, no_precompile, inputs, params } => {
             let started = std::time::Instant::now();
             let progress = move |line: &str| eprintln!("[{:>7.1}s] {line}", started.elapsed().as_secs_f64());
             let report = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
@@ -245,7 +245,12 @@ async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
                 let m = synthetic_inputs(shape.sector_size, &kinds, inputs, &params, &progress)?;
                 let main = m.request(kind)?;
                 let winning = kinds.get(1).map(|&k| m.request(k)).transpose()?;
-                let opts = snarkd::tools::pipeline::PipelineOptions { proofs, memory_limit: snarkd::units::Bytes(memory_limit), gpu: !cpu };
+                let opts = snarkd::tools::pipeline::PipelineOptions {
+                    proofs,
+                    memory_limit: snarkd::units::Bytes(memory_limit),
+                    gpu: !cpu,
+                    precompile: !no_precompile,
+                };
                 snarkd::tools::pipeline::run(&main, winning.as_ref(), &opts, &progress)
             })
             .await??;
@@ -262,20 +267,27 @@ async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
                 snarkd::tools::bench_synthesis(&m.request(kind)?, partition, runs)
             })
             .await??;
-            let [seq, par] = &rows;
-            let ratio = seq.samples.median().as_secs_f64() / par.samples.median().as_secs_f64();
+            let [seq, par, pre, record] = &rows;
+            let secs = |r: &snarkd::tools::BenchRow| r.samples.0.iter().map(|d| d.as_secs_f64()).collect::<Vec<_>>();
+            let median = |r: &snarkd::tools::BenchRow| r.samples.median().as_secs_f64();
             let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             let v = json!({
                 "shape": shape.to_string(), "partition": partition, "runs": runs, "cpus": cpus,
-                "sequential_s": seq.samples.0.iter().map(|d| d.as_secs_f64()).collect::<Vec<_>>(),
-                "parallel_s": par.samples.0.iter().map(|d| d.as_secs_f64()).collect::<Vec<_>>(),
-                "speedup": ratio, "identical": true,
+                "sequential_s": secs(seq), "parallel_s": secs(par), "precompiled_s": secs(pre),
+                "record_s": median(record), "record": record.name,
+                "speedup_parallel": median(seq) / median(par), "speedup_precompiled": median(seq) / median(pre),
+                "identical": true,
             });
             show(&v, &|_| {
                 format!(
-                    "{shape} partition {partition}, {runs} runs each on {cpus} cpus: sequential median {:.2} s, parallel median {:.2} s, {ratio:.2}x; witnesses byte-identical",
-                    seq.samples.median().as_secs_f64(),
-                    par.samples.median().as_secs_f64()
+                    "{shape} partition {partition}, {runs} runs each on {cpus} cpus: sequential median {:.2} s, parallel {:.2} s ({:.2}x), parallel precompiled {:.2} s ({:.2}x; {} in {:.2} s); witnesses byte-identical",
+                    median(seq),
+                    median(par),
+                    median(seq) / median(par),
+                    median(pre),
+                    median(seq) / median(pre),
+                    record.name,
+                    median(record),
                 )
             });
             Ok(())

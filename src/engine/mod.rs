@@ -10,6 +10,8 @@ pub mod budget;
 pub mod job;
 pub mod metrics;
 mod pipeline;
+mod precompile;
+pub use precompile::PrecompiledStatus;
 mod proving;
 pub mod scheduler;
 mod synthesis;
@@ -43,6 +45,8 @@ pub struct EngineSettings {
     pub allow_priority_raise: bool,
     pub queue_limits: HashMap<ProofKind, u32>,
     pub job_retention: Duration,
+    /// Synthesize each circuit with its precompiled record (`memory.precompile`).
+    pub precompile: bool,
 }
 
 impl EngineSettings {
@@ -52,6 +56,7 @@ impl EngineSettings {
             allow_priority_raise: c.proving.allow_priority_raise,
             queue_limits: ProofKind::ALL.into_iter().map(|k| (k, c.queue.limit(k))).collect(),
             job_retention: c.queue.job_retention,
+            precompile: c.memory.precompile,
         }
     }
 }
@@ -118,6 +123,8 @@ pub struct EngineStatus {
     /// Per circuit: the largest witness measured so far, and that plus headroom (a partition
     /// reserves at least this).
     pub estimates: Vec<EstimateStatus>,
+    /// Each circuit's precompiled record: ready, recording or failed.
+    pub precompiled: Vec<PrecompiledStatus>,
     pub jobs_retained: usize,
 }
 
@@ -196,10 +203,26 @@ impl Engine {
 
     /// Applies the live part of a reload.
     pub fn apply_settings(&self, settings: EngineSettings, budget: Option<WitnessBudget>) {
+        let precompile = settings.precompile;
         *self.settings.write().unwrap() = settings;
+        if !precompile {
+            self.pipeline.records.clear();
+            self.pipeline.params_changed();
+        }
         if let Some(b) = budget {
             self.pipeline.budget.set_limit(&b);
         }
+    }
+
+    /// Records `statement`'s circuit now, on this thread, unless it has a record (or one is being
+    /// made): what the engine otherwise does in the background on the circuit's first use.
+    /// Returns the record, or why there is none.
+    pub fn precompile(&self, statement: Arc<dyn Statement>) -> Result<Arc<crate::groth16::Precompiled>, String> {
+        let id = statement.circuit();
+        if self.pipeline.records.begin(&id) {
+            self.pipeline.record(statement.as_ref(), &id);
+        }
+        self.pipeline.records.get(&id)
     }
 
     /// Takes the parameters resident now out of the budget (when it follows them): called after
@@ -447,6 +470,7 @@ impl Engine {
                 e.sort_by(|a, b| a.circuit.cmp(&b.circuit));
                 e
             },
+            precompiled: self.pipeline.records.status(),
             jobs_retained: jobs.by_id.len(),
         }
     }

@@ -91,6 +91,15 @@ pub(crate) struct Pipeline {
     pub parallelism: usize,
     /// The largest witness measured per circuit; reservations grow to follow it.
     pub measured: Mutex<HashMap<CircuitId, u64>>,
+    /// Each circuit's precompiled record (engine/precompile.rs).
+    pub records: super::precompile::Records,
+    /// The threads synthesis forks run on ([`crate::groth16::WitnessCs::fork_map`]), apart from
+    /// rayon's global pool: the GPU stage copies witnesses into pinned memory there, and those
+    /// copies must not queue behind minutes of synthesis work (they did: a 32 GiB PoRep partition's
+    /// device stage took 6.7 s in the engine against 1.6 s alone). Critical and high priority
+    /// items have a pool of their own for the same reason: a WinningPoSt's forks would otherwise
+    /// wait behind a PoRep's. Each has a thread per CPU; the kernel shares the CPUs between them.
+    pub synth_pools: [rayon::ThreadPool; 2],
     /// One per worker thread, in the order [`Pipeline::spawn_workers`] starts them.
     pub beats: Mutex<Vec<Arc<Beat>>>,
 }
@@ -171,6 +180,13 @@ impl Pipeline {
             }),
             budget,
             measured: Mutex::new(HashMap::new()),
+            records: Default::default(),
+            synth_pools: ["synth-fork", "synth-urgent"].map(|name| {
+                rayon::ThreadPoolBuilder::new()
+                    .thread_name(move |i| format!("{name}-{i}"))
+                    .build()
+                    .expect("start a synthesis thread pool")
+            }),
             srs,
             verifier,
             metrics,
@@ -222,9 +238,10 @@ impl Pipeline {
     pub(crate) fn stopped(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
     }
-    /// Takes the parameters resident now out of the budget (when it follows them).
+    /// Takes the parameters and precompiled records resident now out of the budget (when it
+    /// follows them).
     pub fn params_changed(&self) {
-        self.budget.set_params(self.srs.resident_bytes());
+        self.budget.set_params(self.srs.resident_bytes() + self.records.bytes());
     }
 
     pub fn fail(&self, job: &Arc<Job>, err: SnarkError) {

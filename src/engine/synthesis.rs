@@ -70,7 +70,7 @@ impl Pipeline {
 
     /// Synthesizes one item and hands it, with its lookahead slot, to a device; on any failure
     /// the slot drops here.
-    fn synthesize_one(&self, item: WorkItem, slot: Option<LookaheadSlot>) {
+    fn synthesize_one(self: &Arc<Self>, item: WorkItem, slot: Option<LookaheadSlot>) {
         let job = item.job.clone();
         let Some(statement) = job.statement().filter(|_| !job.should_stop()) else {
             return;
@@ -116,14 +116,24 @@ impl Pipeline {
             let mut p = job.progress.lock().unwrap();
             p.stage = Stage::Synthesis;
         }
-        log_stage(&job, Stage::Synthesis, "", &format!("partition {}/{}", item.partition + 1, job.partitions()));
+        let record = self.precompiled_for(&statement);
+        let how = if record.is_some() { ", precompiled" } else { "" };
+        log_stage(&job, Stage::Synthesis, "", &format!("partition {}/{}{how}", item.partition + 1, job.partitions()));
         let started = Instant::now();
         let stop: crate::groth16::StopFn = {
             let job = job.clone();
             Arc::new(move || job.should_stop())
         };
+        let pool = &self.synth_pools[usize::from(job.priority <= Priority::High)];
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            crate::groth16::stoppable(stop, || statement.synthesize(item.partition))
+            // everything inside `install`, so that the thread-local stop token and record are
+            // set on the thread that synthesizes
+            pool.install(|| {
+                crate::groth16::stoppable(stop, || match record {
+                    Some(record) => crate::groth16::precompiled(record, || statement.synthesize(item.partition)),
+                    None => statement.synthesize(item.partition),
+                })
+            })
         }));
         let took = started.elapsed();
         self.metrics.observe_stage(job.kind, Stage::Synthesis, took);

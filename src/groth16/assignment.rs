@@ -9,6 +9,7 @@ use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisE
 use blstrs::Scalar as Fr;
 use ff::Field;
 
+use super::precompiled::{self, Mismatch};
 use super::{Density, Witness};
 
 /// Runs `circuit` through snarkd's constraint system and records its witness, as bellperson's
@@ -23,21 +24,27 @@ pub fn synthesize<C: Circuit<Fr>>(circuit: C) -> Result<Witness, SynthesisError>
 ///
 /// As bellperson does: the constant ONE is input 0, then the circuit, then one `x_i · 0 = 0`
 /// constraint per input (they make the IC query fully dense and pin the inputs into A).
-pub fn synthesize_with<E: From<SynthesisError>>(
+pub fn synthesize_with<E: From<SynthesisError> + From<Mismatch>>(
     circuit: impl FnOnce(&mut WitnessCs) -> Result<(), E>,
 ) -> Result<Witness, E> {
-    let mut cs = WitnessCs::new();
+    let record = precompiled::current();
+    let mut cs = WitnessCs(Witness::default(), record.as_ref().map(|_| 0));
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit(&mut cs)?;
-    let w = &mut cs.0;
+    let WitnessCs(mut w, skipped) = cs;
+    if let (Some(record), Some(constraints)) = (record, skipped) {
+        record.fill(&mut w, constraints)?;
+    }
     let n = w.input.len();
     w.a.extend_from_slice(&w.input);
     w.b.resize(w.b.len() + n, Fr::ZERO);
-    Ok(cs.0)
+    Ok(w)
 }
 
 /// The constraint system behind [`synthesize`]; public only because circuits name it as `CS`.
-pub struct WitnessCs(pub(super) Witness);
+/// The second field counts the constraints while A and B are skipped, because a precompiled
+/// record will fill them ([`precompiled::precompiled`]); it is None when they are evaluated here.
+pub struct WitnessCs(pub(super) Witness, pub(super) Option<usize>);
 
 /// Where a linear combination's variables get their values: the witness so far, or for a fork
 /// the shared prefix plus the fork's own part.
@@ -129,7 +136,7 @@ impl ConstraintSystem<Fr> for WitnessCs {
     type Root = Self;
 
     fn new() -> Self {
-        WitnessCs(Witness::default())
+        WitnessCs(Witness::default(), None)
     }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -165,6 +172,10 @@ impl ConstraintSystem<Fr> for WitnessCs {
         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
+        if let Some(skipped) = &mut self.1 {
+            *skipped += 1;
+            return;
+        }
         let w = &mut self.0;
         let values = Flat { input: &w.input, aux: &w.aux };
         // C is not built at all: see `Witness::a`.
@@ -198,8 +209,14 @@ impl ConstraintSystem<Fr> for WitnessCs {
     /// need no renumbering.
     fn extend(&mut self, other: &Self) {
         let (w, o) = (&mut self.0, &other.0);
-        w.a.extend_from_slice(&o.a);
-        w.b.extend_from_slice(&o.b);
+        match &mut self.1 {
+            // `other` was made by `new`, so it evaluated its A and B; the record refills them
+            Some(skipped) => *skipped += other.1.unwrap_or(o.a.len()),
+            None => {
+                w.a.extend_from_slice(&o.a);
+                w.b.extend_from_slice(&o.b);
+            }
+        }
         w.aux.extend_from_slice(&o.aux);
         w.a_aux_density.extend(&o.a_aux_density);
         w.b_aux_density.extend(&o.b_aux_density);

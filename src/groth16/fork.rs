@@ -14,6 +14,7 @@ use blstrs::Scalar as Fr;
 use rayon::prelude::*;
 
 use super::assignment::{eval, Marks, Untracked, Values, WitnessCs};
+use super::precompiled::Mismatch;
 use super::{Density, Witness};
 
 /// Why [`WitnessCs::fork_map`] (or the circuit around it) failed. The constraint system is then
@@ -31,6 +32,9 @@ pub enum ForkError {
     /// Items are placed by one shape, so every item must have it.
     #[error("item {item} does not have the shape of the circuit's items: it has {what}")]
     Shape { item: usize, what: String },
+    /// The circuit is not the one its precompiled record was made from.
+    #[error(transparent)]
+    Precompiled(#[from] Mismatch),
 }
 
 /// Asked before each fork item starts: true stops the synthesis there.
@@ -96,6 +100,8 @@ impl WitnessCs {
             return Ok(Vec::new());
         };
         let n = items.len();
+        // While a precompiled record stands in for A and B, forks only count constraints.
+        let evaluate = self.1.is_none();
         let w = &mut self.0;
         let (input_base, aux_base, constraint_base) = (w.input.len(), w.aux.len(), w.a.len());
         let shape = match shape.0.get() {
@@ -112,8 +118,9 @@ impl WitnessCs {
             }
         };
         let inputs = input_base + n * shape.inputs;
-        w.a.reserve_exact(n * shape.constraints + inputs);
-        w.b.reserve_exact(n * shape.constraints + inputs);
+        let ab_len = if evaluate { shape.constraints } else { 0 };
+        w.a.reserve_exact(n * ab_len + inputs);
+        w.b.reserve_exact(n * ab_len + inputs);
         w.input.reserve_exact(n * shape.inputs);
         w.aux.reserve_exact(n * shape.aux);
         w.a_aux_density.grow(aux_base + n * shape.aux);
@@ -125,8 +132,8 @@ impl WitnessCs {
         let (prefix_aux, aux_spare) = split_at_spare(aux);
         let jobs: Vec<_> = items
             .into_iter()
-            .zip(slots(a.spare_capacity_mut(), shape.constraints, n))
-            .zip(slots(b.spare_capacity_mut(), shape.constraints, n))
+            .zip(slots(a.spare_capacity_mut(), ab_len, n))
+            .zip(slots(b.spare_capacity_mut(), ab_len, n))
             .zip(slots(input_spare, shape.inputs, n))
             .zip(slots(aux_spare, shape.aux, n))
             .enumerate()
@@ -142,8 +149,8 @@ impl WitnessCs {
                 let mut cs = ForkCs(Mode::Fill(Fill {
                     input: Part { prefix: prefix_input, own: Slot::new(input), base: input_base + i * shape.inputs },
                     aux: Part { prefix: prefix_aux, own: Slot::new(aux), base: aux_base + i * shape.aux },
-                    a: Slot::new(a),
-                    b: Slot::new(b),
+                    ab: evaluate.then(|| (Slot::new(a), Slot::new(b))),
+                    constraints: 0,
                     a_aux: SplitMarks::new(aux_base, aux_base + i * shape.aux, shape.aux),
                     b_input: SplitMarks::new(input_base, input_base + i * shape.inputs, shape.inputs),
                     b_aux: SplitMarks::new(aux_base, aux_base + i * shape.aux, shape.aux),
@@ -160,11 +167,14 @@ impl WitnessCs {
             })
             .collect();
         let values = results.into_iter().collect::<Result<Vec<R>, ForkError>>()?;
+        if let Some(skipped) = &mut self.1 {
+            *skipped += n * shape.constraints;
+        }
         // SAFETY: `check` confirmed that every fork wrote each element of its slots, and the slots
         // tile each vector's spare capacity from its length up to these new lengths.
         unsafe {
-            a.set_len(constraint_base + n * shape.constraints);
-            b.set_len(constraint_base + n * shape.constraints);
+            a.set_len(constraint_base + n * ab_len);
+            b.set_len(constraint_base + n * ab_len);
             input.set_len(input_base + n * shape.inputs);
             aux.set_len(aux_base + n * shape.aux);
         }
@@ -301,8 +311,9 @@ enum Mode<'a> {
 struct Fill<'a> {
     input: Part<'a>,
     aux: Part<'a>,
-    a: Slot<'a>,
-    b: Slot<'a>,
+    /// Where A and B's evaluations go; None while a precompiled record stands in for them.
+    ab: Option<(Slot<'a>, Slot<'a>)>,
+    constraints: usize,
     a_aux: SplitMarks,
     b_input: SplitMarks,
     b_aux: SplitMarks,
@@ -314,7 +325,7 @@ impl Fill<'_> {
     /// The item's result, once its shape is known to be `shape`.
     fn check<R>(&self, item: usize, shape: &Shape, result: Result<R, SynthesisError>) -> Result<R, ForkError> {
         let counts = [
-            ("constraints", self.a.len, shape.constraints),
+            ("constraints", self.constraints, shape.constraints),
             ("aux variables", self.aux.own.len, shape.aux),
             ("inputs", self.input.own.len, shape.inputs),
         ];
@@ -326,7 +337,7 @@ impl Fill<'_> {
         if let Some((what, got, expected)) = counts.iter().find(|(_, got, expected)| got != expected) {
             return Err(shape_error(format!("{got} {what} where they have {expected}")));
         }
-        debug_assert!(self.a.is_full() && self.b.is_full() && self.aux.own.is_full() && self.input.own.is_full());
+        debug_assert!(self.aux.own.is_full() && self.input.own.is_full());
         Ok(value)
     }
 }
@@ -395,7 +406,11 @@ impl ConstraintSystem<Fr> for ForkCs<'_> {
             }
             Mode::Fill(fill) => fill,
         };
-        if fill.a.is_full() {
+        let Some((slot_a, slot_b)) = &mut fill.ab else {
+            fill.constraints += 1;
+            return;
+        };
+        if slot_a.is_full() {
             // enforce cannot fail; `check` reports it when the item returns
             fill.overflow.get_or_insert("constraints");
             return;
@@ -404,8 +419,9 @@ impl ConstraintSystem<Fr> for ForkCs<'_> {
         // As `WitnessCs::enforce`: inputs are not tracked in A, and C is not built.
         let av = eval(&a(LinearCombination::zero()), &values, &mut Untracked, &mut fill.a_aux);
         let bv = eval(&b(LinearCombination::zero()), &values, &mut fill.b_input, &mut fill.b_aux);
-        fill.a.push(av);
-        fill.b.push(bv);
+        slot_a.push(av);
+        slot_b.push(bv);
+        fill.constraints += 1;
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -511,6 +527,20 @@ mod tests {
         // counted once, then remembered
         assert_eq!(shape.0.get(), Some(&Shape { constraints: 5, aux: 2, inputs: 1 }));
         assert_eq!(forked((0..ITEMS).collect(), &shape).unwrap().first_difference(&seq), None);
+    }
+
+    #[test]
+    fn forks_filled_from_a_precompiled_record_equal_sequential_synthesis() {
+        let seq = synthesize(Toy).unwrap();
+        let record = Arc::new(crate::groth16::Precompiled::record(Toy).unwrap());
+        let shape = ItemShape::default();
+        // the first run counts the items' shape inside the record's scope, the second knows it
+        for _ in 0..2 {
+            let par = crate::groth16::precompiled(record.clone(), || forked((0..ITEMS).collect(), &shape)).unwrap();
+            assert_eq!(par.first_difference(&seq), None);
+        }
+        let fewer = crate::groth16::precompiled(record, || forked((0..ITEMS - 1).collect(), &ItemShape::default()));
+        assert!(matches!(fewer, Err(ForkError::Precompiled(_))), "{:?}", fewer.map(|_| ()));
     }
 
     #[test]

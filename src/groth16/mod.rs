@@ -230,12 +230,14 @@ pub mod assignment;
 pub mod cpu;
 pub mod fault;
 pub mod fork;
+pub mod precompiled;
 pub mod ntt;
 pub mod prover;
 pub mod verify;
 
 pub use assignment::{synthesize, synthesize_with, WitnessCs};
 pub use fork::{stoppable, ForkCs, ForkError, ItemShape, StopFn};
+pub use precompiled::{precompiled, Precompiled};
 pub use cpu::CpuBackend;
 pub use verify::verify;
 

@@ -13,7 +13,7 @@ use blstrs::{Bls12, Scalar as Fr};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SnarkError;
-use crate::groth16::Witness;
+use crate::groth16::{Precompiled, Witness};
 use crate::srs::CircuitId;
 use crate::units::Bytes;
 
@@ -94,6 +94,10 @@ pub trait Statement: Send + Sync {
     }
     /// The public inputs the verifier uses for `partition` (without the leading ONE).
     fn public_inputs(&self, partition: usize) -> Result<Vec<Fr>, SnarkError>;
+    /// Records this statement's circuit (partition 0's: every partition and every statement of
+    /// [`Statement::circuit`] has the same structure), so that its later syntheses inside
+    /// [`crate::groth16::precompiled`] skip A and B. Runs the library's circuit on one thread.
+    fn record(&self) -> Result<Precompiled, SnarkError>;
 }
 
 /// Decodes and validates `req` into the statement the engine proves. This decodes and checks the
@@ -234,6 +238,12 @@ fn guarded<T>(name: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T, Sn
 fn synthesize_circuit<C: Circuit<Fr>>(partition: usize, circuit: anyhow::Result<C>) -> Result<Witness, SnarkError> {
     crate::groth16::synthesize(built(partition, circuit)?)
         .map_err(|e| SnarkError::internal(format!("partition {partition}: synthesis failed: {e}")))
+}
+
+/// Records one partition's circuit for precompiled synthesis.
+fn record_circuit<C: Circuit<Fr>>(partition: usize, circuit: anyhow::Result<C>) -> Result<Precompiled, SnarkError> {
+    Precompiled::record(built(partition, circuit)?)
+        .map_err(|e| SnarkError::internal(format!("partition {partition}: recording the circuit failed: {e}")))
 }
 
 fn reference_prove<C: Circuit<Fr> + Send>(

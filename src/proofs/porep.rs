@@ -20,7 +20,7 @@ use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, S
 use super::shape::with_tree;
 use super::split;
 use super::{
-    check_partition, evaluate_circuit, field_element, guarded, measure_circuit, reference_prove, synthesize_circuit,
+    check_partition, evaluate_circuit, field_element, guarded, measure_circuit, reference_prove, record_circuit, synthesize_circuit,
     Bytes32, CircuitSize, Prepared, ProofKind, Statement,
 };
 use crate::error::SnarkError;
@@ -218,6 +218,9 @@ impl<Tree: 'static + MerkleTreeTrait> Statement for Porep<Tree> {
     }
     fn synthesize_sequential(&self, partition: usize) -> Result<Witness, SnarkError> {
         synthesize_circuit(partition, self.partition_circuit(partition)?)
+    }
+    fn record(&self) -> Result<crate::groth16::Precompiled, SnarkError> {
+        record_circuit(0, self.partition_circuit(0)?)
     }
     fn public_inputs(&self, partition: usize) -> Result<Vec<blstrs::Scalar>, SnarkError> {
         check_partition(partition, self.partitions())?;

@@ -23,7 +23,7 @@ use super::shape::with_tree;
 use super::split;
 use super::{
     check_partition, decode_bincode, evaluate_circuit, field_element, guarded, measure_circuit, reference_prove,
-    synthesize_circuit, Base64Bytes, Bytes32, CircuitSize, Prepared, ProofKind, Statement,
+    record_circuit, synthesize_circuit, Base64Bytes, Bytes32, CircuitSize, Prepared, ProofKind, Statement,
 };
 use crate::error::SnarkError;
 use crate::groth16::Witness;
@@ -225,6 +225,9 @@ impl<Tree: 'static + MerkleTreeTrait> Statement for Post<Tree> {
     }
     fn synthesize_sequential(&self, partition: usize) -> Result<Witness, SnarkError> {
         synthesize_circuit(partition, self.partition_circuit(partition)?)
+    }
+    fn record(&self) -> Result<crate::groth16::Precompiled, SnarkError> {
+        record_circuit(0, self.partition_circuit(0)?)
     }
     fn public_inputs(&self, partition: usize) -> Result<Vec<blstrs::Scalar>, SnarkError> {
         check_partition(partition, 1)?;

@@ -616,12 +616,14 @@ mod tests {
     }
 
     /// For every partition of `kind`, the parallel witness equals the sequential one field by
-    /// field (whether the items' shapes were counted or remembered), and the proof made from it
-    /// verifies with filecoin-proofs-api.
+    /// field (whether the items' shapes were counted or remembered, and with A and B filled from
+    /// the circuit's precompiled record), and the proof made from it verifies with
+    /// filecoin-proofs-api.
     fn parallel_witness_is_sequential_and_proves(kind: ProofKind) {
         let (dir, manifest) = sector();
         let statement = prepare_any(&manifest.request(kind).unwrap()).unwrap();
         let srs = load(dir, &statement.circuit(), PointCheck::None).unwrap();
+        let record = std::sync::Arc::new(statement.record().unwrap());
         let mut proof = Vec::new();
         for partition in 0..statement.partitions() {
             let sequential = statement.synthesize_sequential(partition).unwrap();
@@ -630,6 +632,9 @@ mod tests {
             drop(counted);
             let parallel = statement.synthesize(partition).unwrap();
             assert_eq!(parallel.first_difference(&sequential), None, "{kind} partition {partition}, shapes remembered");
+            drop(parallel);
+            let parallel = crate::groth16::precompiled(record.clone(), || statement.synthesize(partition)).unwrap();
+            assert_eq!(parallel.first_difference(&sequential), None, "{kind} partition {partition}, precompiled");
             let (p, _) = CpuBackend::new().prove(parallel, &srs, &|_| {}).unwrap();
             p.write(&mut proof).unwrap();
         }

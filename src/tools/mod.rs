@@ -112,15 +112,15 @@ pub struct BenchRow {
     pub samples: Samples,
 }
 
-/// Times one partition's synthesis both ways, alternating runs so that both see the same load:
-/// the library's circuit as bellperson runs it ([`crate::proofs::Statement::synthesize_sequential`],
-/// row "sequential") and snarkd's forked one ([`crate::proofs::Statement::synthesize`], row
-/// "parallel", on rayon's global pool). The first two witnesses are compared, so a benchmark never
-/// times a wrong one.
-pub fn bench_synthesis(request: &ProofRequest, partition: usize, runs: usize) -> anyhow::Result<[BenchRow; 2]> {
+/// One partition's synthesis three ways, alternating runs: sequential (the library's circuit),
+/// parallel (forks), and parallel with the circuit's precompiled record (recorded once first, the
+/// time of which is the fourth row); each parallel witness must equal the sequential one.
+pub fn bench_synthesis(request: &ProofRequest, partition: usize, runs: usize) -> anyhow::Result<[BenchRow; 4]> {
     let statement = crate::proofs::prepare(request)?;
-    let mut sequential = Samples(vec![]);
-    let mut parallel = Samples(vec![]);
+    let t = Instant::now();
+    let record = std::sync::Arc::new(statement.record()?);
+    let record_time = Samples(vec![t.elapsed()]);
+    let [mut sequential, mut parallel, mut precompiled] = [(); 3].map(|_| Samples(vec![]));
     for run in 0..runs.max(1) {
         let t = Instant::now();
         let s = statement.synthesize_sequential(partition)?;
@@ -130,13 +130,22 @@ pub fn bench_synthesis(request: &ProofRequest, partition: usize, runs: usize) ->
         let t = Instant::now();
         let p = statement.synthesize(partition)?;
         parallel.0.push(t.elapsed());
-        if let Some(what) = kept.and_then(|s| p.first_difference(&s)) {
+        if let Some(what) = kept.as_ref().and_then(|s| p.first_difference(s)) {
             bail!("the parallel witness differs from the sequential one: {what}");
+        }
+        drop(p);
+        let t = Instant::now();
+        let p = crate::groth16::precompiled(record.clone(), || statement.synthesize(partition))?;
+        precompiled.0.push(t.elapsed());
+        if let Some(what) = kept.as_ref().and_then(|s| p.first_difference(s)) {
+            bail!("the precompiled witness differs from the sequential one: {what}");
         }
     }
     Ok([
         BenchRow { name: "sequential".into(), samples: sequential },
         BenchRow { name: "parallel".into(), samples: parallel },
+        BenchRow { name: "precompiled".into(), samples: precompiled },
+        BenchRow { name: format!("record ({})", crate::units::Bytes(record.bytes())), samples: record_time },
     ])
 }
 

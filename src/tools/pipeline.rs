@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::engine::{Engine, EngineSettings, JobInfo, JobState, Sizing, SubmitOptions};
 use crate::error::ErrorCode;
 use crate::groth16::Witness;
-use crate::proofs::{ProofKind, ProofRequest};
+use crate::proofs::{ProofKind, ProofRequest, Statement};
 use crate::srs::bench::{BenchSrs, QueryLengths};
 use crate::srs::SrsSource;
 use crate::systemd::cgroup::MemoryLimit;
@@ -35,6 +35,8 @@ pub struct PipelineOptions {
     pub memory_limit: Bytes,
     /// Use the GPUs (`gpu.devices = all`); false proves on the CPU backend.
     pub gpu: bool,
+    /// Record the circuits before the runs and synthesize with the records (`memory.precompile`).
+    pub precompile: bool,
 }
 
 /// The figures `bench pipeline` prints.
@@ -52,6 +54,11 @@ pub struct PipelineReport {
     pub synthesis_parallelism: usize,
     /// One partition synthesized with nothing else running (the warm-up).
     pub warmup_synthesis_s: f64,
+    /// Recording the main circuit (one thread), the record's size, and one partition
+    /// synthesized alone with it; absent without precompiling.
+    pub record_s: Option<f64>,
+    pub record_bytes: Option<Bytes>,
+    pub precompiled_synthesis_s: Option<f64>,
     /// One proof submitted alone: submit to its end.
     pub one_proof_s: f64,
     /// `proofs` proofs submitted together: wall time over the count.
@@ -59,6 +66,9 @@ pub struct PipelineReport {
     /// Per partition, from the jobs' timings: synthesis and proving (device) seconds.
     pub synthesis_s_per_partition: f64,
     pub prove_s_per_partition: f64,
+    /// The device stage's two parts: h (a, b uploads, NTTs) and the MSMs (aux upload included).
+    pub prove_h_s_per_partition: f64,
+    pub prove_msm_s_per_partition: f64,
     /// Device busy time over wall time during the sustained run, per device.
     pub device_busy_pct: Vec<f64>,
     pub peak_rss: Bytes,
@@ -73,7 +83,7 @@ pub struct PipelineReport {
 /// submitted once the sustained run has its first partition proved.
 pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineOptions, progress: &dyn Fn(&str)) -> anyhow::Result<PipelineReport> {
     ensure!(opts.proofs > 0, "--proofs must be at least 1");
-    let statement = crate::proofs::prepare(main).context("the main request does not parse")?;
+    let statement: Arc<dyn Statement> = Arc::from(crate::proofs::prepare(main).context("the main request does not parse")?);
     let srs = Arc::new(BenchSrs::new());
 
     progress(&format!("warm-up: synthesizing partition 1/{} of {} to size the bench-only parameters", statement.partitions(), main.kind()));
@@ -89,11 +99,11 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
 
     let winning = match winning {
         Some(req) => {
-            let st = crate::proofs::prepare(req).context("the WinningPoSt request does not parse")?;
+            let st: Arc<dyn Statement> = Arc::from(crate::proofs::prepare(req).context("the WinningPoSt request does not parse")?);
             ensure!(st.kind() == ProofKind::WinningPost, "the mid-run request must be a WinningPoSt, not {}", st.kind());
             let w = st.synthesize(0).context("WinningPoSt warm-up synthesis")?;
             srs.insert(&st.circuit(), lengths_of(&w), 2);
-            Some(req)
+            Some((req, st))
         }
         None => None,
     };
@@ -102,6 +112,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
     if !opts.gpu {
         config.gpu.devices = crate::config::GpuDevices::None;
     }
+    config.memory.precompile = opts.precompile;
     let (backends, notes) = crate::backends::for_config(&config);
     for n in &notes {
         progress(n);
@@ -115,6 +126,28 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
     let engine = Engine::start(settings, sizing.clone(), backends, srs.clone() as Arc<dyn SrsSource>, crate::engine::assembly::groth16_verifier());
     let devices: Vec<String> = engine.status().devices.iter().map(|d| d.name.clone()).collect();
     // what witnesses may reserve, resident parameters taken out
+    let (mut record_s, mut record_bytes, mut precompiled_synthesis_s) = (None, None, None);
+    if opts.precompile {
+        progress(&format!("recording the {} circuit (one thread)", main.kind()));
+        let started = Instant::now();
+        let record = engine.precompile(statement.clone()).map_err(|why| anyhow::anyhow!("recording the circuit failed: {why}"))?;
+        record_s = Some(started.elapsed().as_secs_f64());
+        record_bytes = Some(Bytes(record.bytes()));
+        let started = Instant::now();
+        let w = crate::groth16::precompiled(record.clone(), || statement.synthesize(0)).context("precompiled warm-up synthesis")?;
+        precompiled_synthesis_s = Some(started.elapsed().as_secs_f64());
+        drop(w);
+        progress(&format!(
+            "recorded in {:.1} s, {}; one partition synthesized with it alone: {:.1} s",
+            record_s.unwrap_or_default(),
+            Bytes(record.bytes()),
+            precompiled_synthesis_s.unwrap_or_default()
+        ));
+        if let Some((_, st)) = &winning {
+            engine.precompile(st.clone()).map_err(|why| anyhow::anyhow!("recording WinningPoSt failed: {why}"))?;
+        }
+    }
+    // what witnesses may reserve, resident parameters and records taken out
     let engine_budget = engine.status().budget.limit;
 
     let watch = Watch::start(engine.clone());
@@ -136,7 +169,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
     let started = Instant::now();
     let jobs: Vec<_> = (0..opts.proofs).map(|_| submit(&engine, main)).collect::<anyhow::Result<_>>()?;
     let mut winning_latency_s = None;
-    if let Some(req) = winning {
+    if let Some((req, _)) = winning {
         while engine.job(&jobs[0])?.partitions_done == 0 && !engine.job(&jobs[0])?.state.is_terminal() {
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -181,6 +214,11 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         sustained_s_per_proof: wall / opts.proofs as f64,
         synthesis_s_per_partition: synthesis / parts,
         prove_s_per_partition: prove / parts,
+        prove_h_s_per_partition: infos.iter().map(|i| i.timings.prove_ntt.as_secs_f64()).sum::<f64>() / parts,
+        prove_msm_s_per_partition: infos.iter().map(|i| i.timings.prove_msm.as_secs_f64()).sum::<f64>() / parts,
+        record_s,
+        record_bytes,
+        precompiled_synthesis_s,
         device_busy_pct: busy,
         peak_rss,
         peak_budget_reserved: peak_reserved,
@@ -194,10 +232,10 @@ impl PipelineReport {
         format!(
             "{kind}, {parts} partitions, {cpus} cpus, devices [{devices}]\n\
              bench-only parameters {srs}; budget {budget} ({source}); synthesis parallelism {par}\n\
-             warm-up synthesis of one partition alone: {warm:.1} s\n\
+             warm-up synthesis of one partition alone: {warm:.1} s; {record}\n\
              one proof alone: {one:.1} s\n\
              {n} proofs together: {sus:.1} s per proof\n\
-             per partition: synthesis {syn:.1} s, prove {prove:.2} s; device busy {busy}\n\
+             per partition: synthesis {syn:.1} s, prove {prove:.2} s (h {h:.2} s, msm {msm:.2} s); device busy {busy}\n\
              peak RSS {rss}, peak budget reserved {res}\n\
              WinningPoSt during the run: {win}\n\
              outcomes: {outcomes} (verification_failed is expected: bench-only parameters)",
@@ -210,11 +248,17 @@ impl PipelineReport {
             source = self.budget_source,
             par = self.synthesis_parallelism,
             warm = self.warmup_synthesis_s,
+            record = match (self.record_s, self.record_bytes, self.precompiled_synthesis_s) {
+                (Some(r), Some(b), Some(s)) => format!("circuit recorded in {r:.1} s ({b}), then one partition alone {s:.1} s"),
+                _ => "not precompiled".into(),
+            },
             one = self.one_proof_s,
             n = self.proofs,
             sus = self.sustained_s_per_proof,
             syn = self.synthesis_s_per_partition,
             prove = self.prove_s_per_partition,
+            h = self.prove_h_s_per_partition,
+            msm = self.prove_msm_s_per_partition,
             busy = self.device_busy_pct.iter().map(|p| format!("{p:.0} %")).collect::<Vec<_>>().join(", "),
             rss = self.peak_rss,
             res = self.peak_budget_reserved,

@@ -13,7 +13,7 @@ use group::prime::PrimeCurveAffine;
 use snarkd::engine::{Engine, EngineSettings, JobState, Sizing, SubmitOptions};
 use snarkd::srs::SrsSource;
 use snarkd::error::{ErrorCode, SnarkError};
-use snarkd::groth16::{BackendError, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness};
+use snarkd::groth16::{BackendError, DeviceMemory, Precompiled, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness};
 use snarkd::proofs::{ProofKind, Statement};
 use snarkd::srs::{CircuitId, Srs};
 use snarkd::units::Bytes;
@@ -55,6 +55,9 @@ impl Statement for FakeStatement {
     }
     fn public_inputs(&self, _partition: usize) -> Result<Vec<Fr>, SnarkError> {
         Ok(vec![])
+    }
+    fn record(&self) -> Result<Precompiled, SnarkError> {
+        Err(SnarkError::new(ErrorCode::Unsupported, "a fake statement has no circuit to record"))
     }
 }
 
@@ -120,6 +123,9 @@ impl Statement for KindTagged {
     }
     fn public_inputs(&self, p: usize) -> Result<Vec<Fr>, SnarkError> {
         self.0.public_inputs(p)
+    }
+    fn record(&self) -> Result<Precompiled, SnarkError> {
+        self.0.record()
     }
 }
 

@@ -1,0 +1,361 @@
+//! Precompiled circuits: a circuit's A and B matrices recorded once (as sparse rows) so that each
+//! later synthesis of that circuit only computes the variables' values. Building and evaluating
+//! the linear combinations of A and B is a third of a Filecoin circuit's synthesis, done one
+//! constraint after another; with the matrices kept, a and b are sparse matrix–vector products
+//! over the finished assignment, which split across every core.
+//!
+//! The structure of a circuit (which variables each constraint's A and B use, with what
+//! coefficients, and so the density bits) cannot depend on the witness: the parameters are made
+//! from it. [`Precompiled::record`] runs any instance of the circuit (a blank one will do) through a
+//! constraint system that keeps only that structure; [`precompiled`] then makes
+//! [`super::synthesize_with`] skip A and B and fill them from the record. The result is the
+//! witness of a full synthesis, byte for byte (tested for every kind at 2 KiB).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar as Fr;
+use ff::Field;
+use rayon::prelude::*;
+
+use super::{Density, Witness};
+
+/// Marks an aux variable's index in a [`Term`] (inputs have it clear).
+const AUX: u32 = 1 << 31;
+
+/// Coefficient ids with a fast path: adding or subtracting the value needs no multiplication.
+const ONE: u32 = 0;
+const MINUS_ONE: u32 = 1;
+
+/// One nonzero entry of a row: the variable and the id of its coefficient.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+struct Term {
+    var: u32,
+    coeff: u32,
+}
+
+/// A sparse matrix by rows (CSR): row r's terms are `terms[ends[r-1]..ends[r]]`.
+#[derive(Debug, Default)]
+struct Matrix {
+    ends: Vec<u32>,
+    terms: Vec<Term>,
+}
+
+impl Matrix {
+    fn row(&self, r: usize) -> &[Term] {
+        let start = if r == 0 { 0 } else { self.ends[r - 1] as usize };
+        &self.terms[start..self.ends[r] as usize]
+    }
+    fn bytes(&self) -> usize {
+        self.ends.capacity() * 4 + self.terms.capacity() * std::mem::size_of::<Term>()
+    }
+}
+
+/// Why a circuit could not be recorded, or a witness not filled from a record.
+#[derive(Debug, thiserror::Error)]
+pub enum PrecompileError {
+    #[error(transparent)]
+    Synthesis(#[from] SynthesisError),
+    /// Indices and offsets are 32-bit to halve the record; no Filecoin circuit comes near this.
+    #[error("the circuit is too large to precompile: {0}")]
+    TooLarge(&'static str),
+}
+
+/// A synthesis whose circuit is not the one its record was made from: it is stopped, never
+/// filled from the wrong matrices.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Mismatch(String);
+
+/// A circuit's synthesis reports a mismatch as bellperson's I/O error (the only variant with a message).
+impl From<Mismatch> for SynthesisError {
+    fn from(m: Mismatch) -> Self {
+        SynthesisError::IoError(std::io::Error::other(m.0))
+    }
+}
+
+/// The A and B matrices and densities of one circuit, as [`super::WitnessCs`] would evaluate and
+/// mark them.
+#[derive(Debug)]
+pub struct Precompiled {
+    inputs: usize,
+    aux: usize,
+    a: Matrix,
+    b: Matrix,
+    coeffs: Vec<Fr>,
+    a_aux_density: Density,
+    b_input_density: Density,
+    b_aux_density: Density,
+}
+
+impl Precompiled {
+    /// Records `circuit`'s structure. Values are never asked for, so a blank circuit will do; one
+    /// with values gives the same record. The constraint system is not extensible, so a circuit
+    /// that can synthesize parts elsewhere (FallbackPoSt) runs them in place, in the same order.
+    pub fn record<C: Circuit<Fr>>(circuit: C) -> Result<Precompiled, PrecompileError> {
+        let mut cs = Recorder::default();
+        cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+        circuit.synthesize(&mut cs)?;
+        if let Some(what) = cs.too_large {
+            return Err(PrecompileError::TooLarge(what));
+        }
+        let Recorder { mut pre, coeff_ids: _, too_large: _ } = cs;
+        for m in [&mut pre.a, &mut pre.b] {
+            m.ends.shrink_to_fit();
+            m.terms.shrink_to_fit();
+        }
+        Ok(pre)
+    }
+
+    /// The circuit's constraints (without the one bellperson adds per input).
+    pub fn constraints(&self) -> usize {
+        self.a.ends.len()
+    }
+
+    /// Host bytes held, for the memory budget.
+    pub fn bytes(&self) -> u64 {
+        (self.a.bytes()
+            + self.b.bytes()
+            + self.coeffs.capacity() * std::mem::size_of::<Fr>()
+            + self.a_aux_density.bytes()
+            + self.b_input_density.bytes()
+            + self.b_aux_density.bytes()) as u64
+    }
+
+    /// Fills `w`'s A and B evaluations (with the closing constraint per input) and its densities
+    /// from the record, given its input and aux assignments. `constraints` is what the synthesis
+    /// counted; any difference from the record is an error, never a wrong witness.
+    pub fn fill(&self, w: &mut Witness, constraints: usize) -> Result<(), Mismatch> {
+        let counts = [
+            ("constraints", constraints, self.constraints()),
+            ("inputs", w.input.len(), self.inputs),
+            ("aux variables", w.aux.len(), self.aux),
+        ];
+        if let Some((what, got, recorded)) = counts.iter().find(|(_, got, recorded)| got != recorded) {
+            return Err(Mismatch(format!("the circuit has {got} {what} where its precompiled record has {recorded}")));
+        }
+        let (input, aux) = (&w.input[..], &w.aux[..]);
+        let value = |t: &Term| if t.var & AUX != 0 { aux[(t.var & !AUX) as usize] } else { input[t.var as usize] };
+        let eval = |m: &Matrix, r: usize| {
+            let mut acc = Fr::ZERO;
+            for t in m.row(r) {
+                let v = value(t);
+                if v.is_zero_vartime() {
+                    continue;
+                }
+                match t.coeff {
+                    ONE => acc += v,
+                    MINUS_ONE => acc -= v,
+                    k if v == Fr::ONE => acc += self.coeffs[k as usize],
+                    k => acc += v * self.coeffs[k as usize],
+                }
+            }
+            acc
+        };
+        let n = self.constraints();
+        (0..n).into_par_iter().with_min_len(1 << 12).map(|r| eval(&self.a, r)).collect_into_vec(&mut w.a);
+        (0..n).into_par_iter().with_min_len(1 << 12).map(|r| eval(&self.b, r)).collect_into_vec(&mut w.b);
+        w.a_aux_density = self.a_aux_density.clone();
+        w.b_input_density = self.b_input_density.clone();
+        w.b_aux_density = self.b_aux_density.clone();
+        Ok(())
+    }
+}
+
+/// The constraint system [`Precompiled::record`] runs: variables are only counted, and each
+/// constraint's A and B are kept as rows (C is never built, as in [`super::WitnessCs`]).
+#[derive(Default)]
+struct Recorder {
+    pre: Precompiled,
+    coeff_ids: HashMap<[u8; 32], u32>,
+    too_large: Option<&'static str>,
+}
+
+impl Default for Precompiled {
+    fn default() -> Self {
+        Precompiled {
+            inputs: 0,
+            aux: 0,
+            a: Matrix::default(),
+            b: Matrix::default(),
+            coeffs: vec![Fr::ONE, -Fr::ONE],
+            a_aux_density: Density::default(),
+            b_input_density: Density::default(),
+            b_aux_density: Density::default(),
+        }
+    }
+}
+
+impl Recorder {
+    /// Appends `lc`'s nonzero terms as a row of `a` (or of B), marking the densities as
+    /// `assignment::eval` marks them: A's inputs untracked, everything else by nonzero coefficient.
+    fn row(&mut self, lc: &LinearCombination<Fr>, in_a: bool) {
+        let pre = &mut self.pre;
+        let terms = lc
+            .iter_inputs()
+            .map(|(&i, c)| (i as u64, c))
+            .chain(lc.iter_aux().map(|(&i, c)| (i as u64 | AUX as u64, c)))
+            .filter(|(_, c)| !c.is_zero_vartime());
+        let matrix = if in_a { &mut pre.a } else { &mut pre.b };
+        for (var, c) in terms {
+            if var & AUX as u64 != 0 {
+                let i = (var & !(AUX as u64)) as usize;
+                if in_a { pre.a_aux_density.set(i) } else { pre.b_aux_density.set(i) }
+            } else if !in_a {
+                pre.b_input_density.set(var as usize);
+            }
+            let coeff = match self.coeff_ids.get(&c.to_bytes_le()) {
+                Some(&id) => id,
+                None if *c == Fr::ONE => ONE,
+                None if *c == -Fr::ONE => MINUS_ONE,
+                None => {
+                    let id = pre.coeffs.len() as u32;
+                    pre.coeffs.push(*c);
+                    self.coeff_ids.insert(c.to_bytes_le(), id);
+                    id
+                }
+            };
+            matrix.terms.push(Term { var: var as u32, coeff });
+        }
+        match u32::try_from(matrix.terms.len()) {
+            Ok(end) => matrix.ends.push(end),
+            Err(_) => self.too_large = Some("more than 2^32 terms in one matrix"),
+        }
+    }
+}
+
+impl ConstraintSystem<Fr> for Recorder {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let pre = &mut self.pre;
+        pre.aux += 1;
+        pre.a_aux_density.push(false);
+        pre.b_aux_density.push(false);
+        if pre.aux >= AUX as usize {
+            self.too_large = Some("2^31 aux variables or more");
+        }
+        Ok(Variable::new_unchecked(Index::Aux(pre.aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let pre = &mut self.pre;
+        pre.inputs += 1;
+        pre.b_input_density.push(false);
+        Ok(Variable::new_unchecked(Index::Input(pre.inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, _c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        self.row(&a(LinearCombination::zero()), true);
+        self.row(&b(LinearCombination::zero()), false);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Arc<Precompiled>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, a synthesis on this thread, so that [`super::synthesize_with`] (and the statements'
+/// `synthesize`, which call it) skips A and B and fills them from `record` instead.
+pub fn precompiled<R>(record: Arc<Precompiled>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<Precompiled>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|c| *c.borrow_mut() = self.0.take());
+        }
+    }
+    let _restore = Restore(CURRENT.with(|c| c.replace(Some(record))));
+    f()
+}
+
+/// The record [`precompiled`] set for this thread's synthesis, if any.
+pub(super) fn current() -> Option<Arc<Precompiled>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::groth16::synthesize;
+
+    /// Inputs and aux variables interleaved, coefficients 1, −1, 2 and one that cancels, a
+    /// constraint with an empty B, and a value 0 and 1 among the others.
+    struct Mixed(u64);
+
+    impl Circuit<Fr> for Mixed {
+        fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let k = Fr::from(self.0);
+            let x = cs.alloc_input(|| "x", || Ok(k))?;
+            let y = cs.alloc(|| "y", || Ok(k + Fr::ONE))?;
+            let zero = cs.alloc(|| "zero", || Ok(Fr::ZERO))?;
+            let one = cs.alloc(|| "one", || Ok(Fr::ONE))?;
+            let z = cs.alloc_input(|| "z", || Ok(k.double()))?;
+            let big = Fr::from(0x1234_5678_9abc_def0u64);
+            cs.enforce(|| "1", |lc| lc + x - y + (big, one), |lc| lc + (Fr::from(2u64), y) + zero, |lc| lc);
+            cs.enforce(|| "2", |lc| lc + z + y - y, |lc| lc, |lc| lc);
+            cs.enforce(|| "3", |lc| lc + CS::one() + (big, zero), |lc| lc + x + z - (big, one), |lc| lc);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn filled_witness_equals_the_full_synthesis() {
+        let record = Arc::new(Precompiled::record(Mixed(0)).unwrap());
+        assert_eq!(record.constraints(), 3);
+        for k in [0, 1, 5, 1 << 40] {
+            let full = synthesize(Mixed(k)).unwrap();
+            let filled = precompiled(record.clone(), || synthesize(Mixed(k))).unwrap();
+            assert_eq!(full.first_difference(&filled), None, "k = {k}");
+        }
+        // the record is only used inside `precompiled`
+        assert!(current().is_none());
+    }
+
+    #[test]
+    fn another_circuit_is_an_error_not_a_witness() {
+        struct Other;
+        impl Circuit<Fr> for Other {
+            fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+                let a = cs.alloc(|| "a", || Ok(Fr::ONE))?;
+                cs.enforce(|| "a", |lc| lc + a, |lc| lc + a, |lc| lc + a);
+                Ok(())
+            }
+        }
+        let record = Arc::new(Precompiled::record(Mixed(0)).unwrap());
+        let err = precompiled(record, || synthesize(Other)).unwrap_err();
+        assert!(err.to_string().contains("precompiled record"), "{err}");
+    }
+}
