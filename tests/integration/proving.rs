@@ -18,10 +18,13 @@ fn api_accepts(kind: ProofKind, proof: &[u8]) -> bool {
     verify_with_api(manifest(), kind, proof).expect("the api verifier runs")
 }
 
+/// Each circuit is recorded in the background on its first proof (`memory.precompile`, on by
+/// default); the second proof of each kind is synthesized with the record and must verify too.
 #[test]
 fn every_kind_proves_through_the_daemon_and_verifies_with_the_api() {
     let d = start("");
-    for kind in [ProofKind::WindowPost, ProofKind::WinningPost, ProofKind::SnapDeals, ProofKind::PorepC2] {
+    let kinds = [ProofKind::WindowPost, ProofKind::WinningPost, ProofKind::SnapDeals, ProofKind::PorepC2];
+    for kind in kinds {
         let r = prove(&d, request(kind)).unwrap_or_else(|e| panic!("{kind}: {e}\n{}", d.log_text()));
         assert_eq!(r["state"], "done");
         let proof = proof_bytes(&r);
@@ -37,7 +40,28 @@ fn every_kind_proves_through_the_daemon_and_verifies_with_the_api() {
     }
     let status = block_on(d.client().call("Status", vec![])).unwrap();
     assert!(status["params"]["resident"].as_array().unwrap().len() >= 3, "{status}");
-    assert_eq!(status["engine"]["budget"]["reserved"], 0);
+
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let records = loop {
+        let s = block_on(d.client().call("Status", vec![])).unwrap();
+        let records = s["engine"]["precompiled"].as_array().unwrap().clone();
+        if records.len() == kinds.len() && records.iter().all(|r| r["state"] == "ready") {
+            // the recordings' reservations are gone with them, as every job's is
+            assert_eq!(s["engine"]["budget"]["reserved"], 0, "{s}");
+            break records;
+        }
+        assert!(Instant::now() < deadline, "the circuits were not all recorded: {records:?}\n{}", d.log_text());
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(records.iter().all(|r| r["bytes"].as_u64().unwrap() > 0 && r["partitions"] == 0), "{records:?}");
+    for kind in kinds {
+        let r = prove(&d, request(kind)).unwrap_or_else(|e| panic!("{kind}, precompiled: {e}\n{}", d.log_text()));
+        assert!(api_accepts(kind, &proof_bytes(&r)), "{kind}: filecoin-proofs-api rejects the precompiled proof");
+    }
+    let s = block_on(d.client().call("Status", vec![])).unwrap();
+    let used: Vec<_> = s["engine"]["precompiled"].as_array().unwrap().iter().map(|r| r["partitions"].clone()).collect();
+    assert_eq!(used, vec![json!(1); kinds.len()], "each second proof used its circuit's record");
+    assert_eq!(d.log_text().matches("/1, precompiled)").count(), kinds.len(), "{}", d.log_text());
 }
 
 #[test]
