@@ -13,6 +13,7 @@ use super::job::Stage;
 use super::pipeline::{log_stage, panic_message, Beat, Pipeline, Synthesized, WorkItem};
 use super::scheduler::{Place, PriorityQueue};
 use crate::error::SnarkError;
+use crate::srs::CircuitId;
 use crate::groth16::{BackendError, DeviceMemory, ProvingBackend, Witness};
 
 /// What Status shows per device.
@@ -86,14 +87,26 @@ impl Device {
     }
 }
 
+/// An upload of a circuit's bases in partitions' device time: a 32 GiB PoRep's ~47 GB take about
+/// as long over PCIe as two of its partitions' device proofs.
+const UPLOAD_COST: usize = 2;
+
 impl Pipeline {
 
-    pub(crate) fn pick_device(&self, exclude: &[usize]) -> Option<Arc<Device>> {
-        self.devices
-            .iter()
-            .filter(|d| !exclude.contains(&d.index) && !d.is_degraded())
-            .min_by_key(|d| d.load())
-            .cloned()
+    /// The healthy device (not in `exclude`) that will prove a partition of `circuit` soonest:
+    /// the least loaded, where a device without the circuit's bases resident counts
+    /// [`UPLOAD_COST`] partitions busier, so that a circuit stays on the devices that hold it
+    /// unless they are queued deeper than an upload costs.
+    pub(crate) fn pick_device(&self, exclude: &[usize], circuit: &CircuitId) -> Option<Arc<Device>> {
+        self.healthy(exclude).min_by_key(|d| d.load() + if d.backend.holds(circuit) { 0 } else { UPLOAD_COST }).cloned()
+    }
+
+    fn has_device(&self, exclude: &[usize]) -> bool {
+        self.healthy(exclude).next().is_some()
+    }
+
+    fn healthy<'a>(&'a self, exclude: &'a [usize]) -> impl Iterator<Item = &'a Arc<Device>> + 'a {
+        self.devices.iter().filter(|d| !exclude.contains(&d.index) && !d.is_degraded())
     }
 
 
@@ -202,7 +215,7 @@ impl Pipeline {
     fn retry_after_out_of_memory(&self, mut item: WorkItem, device: usize, why: &str) {
         if item.out_of_memory.contains(&device) {
             item.exclude.push(device);
-            if self.pick_device(&item.exclude).is_none() {
+            if !self.has_device(&item.exclude) {
                 let job = item.job.clone();
                 let msg = format!("partition {} does not fit in device memory ({why}), twice, and no other device is left", item.partition + 1);
                 self.fail(&job, SnarkError::internal(msg));
@@ -225,7 +238,7 @@ impl Pipeline {
     /// Sends an item that failed on a device back to synthesis, bound for another device.
     fn retry_elsewhere(&self, mut item: WorkItem, failed: usize, why: &str) {
         item.exclude.push(failed);
-        if self.pick_device(&item.exclude).is_none() {
+        if !self.has_device(&item.exclude) {
             let job = item.job.clone();
             self.fail(&job, SnarkError::internal(format!("device failed ({why}) and no other device is healthy")));
             return;

@@ -157,7 +157,7 @@ impl Pipeline {
         }
         job.progress.lock().unwrap().timings.synthesis += took;
 
-        let Some(device) = self.pick_device(&item.exclude) else {
+        let Some(device) = self.pick_device(&item.exclude, &statement.circuit()) else {
             self.fail(&job, SnarkError::internal("no healthy proving device is left"));
             return;
         };

@@ -48,6 +48,9 @@ pub struct GpuBackend {
     dev: GpuDevice,
     /// Resident circuits, least recently used first.
     resident: Mutex<Vec<Resident>>,
+    /// Their ids, for placement ([`ProvingBackend::holds`]), which must not wait while a proof
+    /// holds `resident`.
+    resident_ids: Mutex<Vec<CircuitId>>,
     /// a and b of the witness announced as next by the proof before ([`ProvingBackend::prove_then`]).
     prefetched: Mutex<Option<(WitnessKey, Prefetched)>>,
 }
@@ -74,7 +77,7 @@ impl WitnessKey {
 
 impl GpuBackend {
     pub fn new(dev: GpuDevice) -> Self {
-        GpuBackend { dev, resident: Mutex::new(Vec::new()), prefetched: Mutex::new(None) }
+        GpuBackend { dev, resident: Mutex::new(Vec::new()), resident_ids: Mutex::new(Vec::new()), prefetched: Mutex::new(None) }
     }
 
     pub fn device(&self) -> &GpuDevice {
@@ -173,6 +176,7 @@ impl GpuBackend {
         if matches!(run, Err(GpuError::OutOfMemory { .. })) {
             slots.clear(); // the retry starts from an empty device
         }
+        *self.resident_ids.lock().unwrap_or_else(|p| p.into_inner()) = slots.iter().map(|r| r.id.clone()).collect();
         drop(slots);
         let mut out = run.map_err(|e| self.device_error(e))?;
         if let (Some(n), Some(up)) = (next, out.next.take()) {
@@ -195,6 +199,10 @@ impl ProvingBackend for GpuBackend {
     fn memory(&self) -> Option<DeviceMemory> {
         let (free, total) = self.dev.mem_info().ok()?;
         Some(DeviceMemory { free: Bytes(free), total: Bytes(total) })
+    }
+
+    fn holds(&self, circuit: &CircuitId) -> bool {
+        self.resident_ids.lock().unwrap_or_else(|p| p.into_inner()).contains(circuit)
     }
 
     fn prove(

@@ -202,6 +202,13 @@ pub trait ProvingBackend: Send + Sync {
         None
     }
 
+    /// Whether this backend holds `circuit`'s bases already (a GPU's resident copy), so that
+    /// placement can spare another device the upload. Answers without waiting for a proof.
+    fn holds(&self, circuit: &crate::srs::CircuitId) -> bool {
+        let _ = circuit;
+        false
+    }
+
     /// Proves one circuit with fresh r and s from OsRng. `release` is called with the byte count of
     /// each witness buffer once it is no longer needed.
     fn prove(

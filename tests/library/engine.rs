@@ -70,6 +70,8 @@ struct FakeBackend {
     release_bytes: u64,
     /// For each proof, the kind tag (input length) of the witness announced as next, if any.
     announced: Arc<Mutex<Vec<Option<usize>>>>,
+    /// Whether it claims to hold every circuit's bases already.
+    holds: bool,
 }
 
 impl ProvingBackend for FakeBackend {
@@ -78,6 +80,9 @@ impl ProvingBackend for FakeBackend {
     }
     fn memory(&self) -> Option<DeviceMemory> {
         Some(DeviceMemory { free: Bytes(100 << 30), total: Bytes(141 << 30) })
+    }
+    fn holds(&self, _circuit: &CircuitId) -> bool {
+        self.holds
     }
     fn prove(&self, w: Witness, _srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
@@ -182,7 +187,7 @@ fn rig(budget: u64, parallelism: u32, prove: Duration) -> Rig {
     ));
     let announced = Arc::new(Mutex::new(vec![]));
     let backend =
-        FakeBackend { prove, order: order.clone(), kinds, calls: AtomicUsize::new(0), release_bytes: 0, announced: announced.clone() };
+        FakeBackend { prove, order: order.clone(), kinds, calls: AtomicUsize::new(0), release_bytes: 0, announced: announced.clone(), holds: false };
     let config = snarkd::config::Config::default();
     let engine = Engine::start(
         EngineSettings::from_config(&config),
@@ -439,6 +444,7 @@ fn parameters_loaded_on_first_use_come_out_of_a_budget_derived_from_memory() {
         calls: AtomicUsize::new(0),
         release_bytes: 0,
         announced: Arc::new(Mutex::new(vec![])),
+        holds: false,
     };
     let memory = snarkd::systemd::cgroup::MemoryLimit { bytes: Bytes(10 << 20), source: "test cgroup".into() };
     let budget = snarkd::engine::budget::witness_budget(None, &memory, Bytes(1 << 20));
@@ -483,4 +489,37 @@ fn a_retained_job_keeps_its_result_but_not_its_inputs() {
     assert_eq!(r.engine.job(&done.job_id).unwrap().state, JobState::Done, "the job itself is retained");
     assert!(r.engine.job(&done.job_id).unwrap().partitions == 2);
     r.engine.shutdown();
+}
+
+/// Two idle devices, one holding the circuit's bases: one-partition jobs proved one after another
+/// all go to it; a burst queues it deeper than an upload costs, and the other device takes some.
+#[test]
+fn placement_prefers_the_device_that_holds_the_circuit() {
+    let backend = |holds: bool| FakeBackend {
+        prove: Duration::from_millis(150),
+        order: Arc::new(Mutex::new(vec![])),
+        kinds: Arc::new(Mutex::new([(1usize, ProofKind::PorepC2)].into_iter().collect())),
+        calls: AtomicUsize::new(0),
+        release_bytes: 0,
+        announced: Arc::new(Mutex::new(vec![])),
+        holds,
+    };
+    let (cold, warm) = (Arc::new(backend(false)), Arc::new(backend(true)));
+    let engine = Engine::start(
+        EngineSettings::from_config(&snarkd::config::Config::default()),
+        Sizing::derive(snarkd::engine::WitnessBudget::fixed(Bytes(1 << 30), "test"), 4),
+        vec![cold.clone(), warm.clone()],
+        Arc::new(FakeSrs::new()),
+        Arc::new(|_, _, _| Ok(true)),
+    );
+    for _ in 0..3 {
+        let job = engine.submit(statement(ProofKind::PorepC2, 1, 16, Duration::ZERO), SubmitOptions::default()).unwrap();
+        assert_eq!(wait_done(&engine, &job.job_id, Duration::from_secs(10)).state, JobState::Done);
+    }
+    assert_eq!((cold.calls.load(Ordering::SeqCst), warm.calls.load(Ordering::SeqCst)), (0, 3));
+    let job = engine.submit(statement(ProofKind::PorepC2, 12, 16, Duration::ZERO), SubmitOptions::default()).unwrap();
+    assert_eq!(wait_done(&engine, &job.job_id, Duration::from_secs(10)).state, JobState::Done);
+    assert!(cold.calls.load(Ordering::SeqCst) > 0, "a queue deeper than an upload's cost spills over");
+    assert!(warm.calls.load(Ordering::SeqCst) > cold.calls.load(Ordering::SeqCst));
+    engine.shutdown();
 }
