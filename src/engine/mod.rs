@@ -31,7 +31,7 @@ pub use scheduler::Priority;
 use crate::error::{ErrorCode, SnarkError};
 use crate::groth16::{Proof, ProvingBackend};
 use crate::proofs::{ProofKind, Statement};
-use crate::srs::{Srs, SrsSource};
+use crate::srs::{CircuitId, Srs, SrsSource};
 use crate::units::Bytes;
 use pipeline::{Pipeline, WorkItem};
 
@@ -223,6 +223,13 @@ impl Engine {
             self.pipeline.record(statement.as_ref(), &id);
         }
         self.pipeline.records.get(&id)
+    }
+
+    /// Drops `circuit`'s precompiled record (when an operator evicts the circuit) and gives its
+    /// bytes back to the budget; the circuit's next proof records it again.
+    pub fn forget_record(&self, circuit: &CircuitId) {
+        self.pipeline.records.forget(circuit);
+        self.pipeline.params_changed();
     }
 
     /// Takes the parameters resident now out of the budget (when it follows them): called after

@@ -97,6 +97,14 @@ impl Records {
             .sum()
     }
 
+    /// Drops `id`'s record unless it is being recorded.
+    pub fn forget(&self, id: &CircuitId) {
+        let mut map = self.0.lock().unwrap();
+        if !matches!(map.get(id), Some(Record::Recording)) {
+            map.remove(id);
+        }
+    }
+
     /// Drops every ready or failed record (a recording in progress still lands).
     pub fn clear(&self) {
         self.0.lock().unwrap().retain(|_, r| matches!(r, Record::Recording));

@@ -95,10 +95,12 @@ impl State {
         out
     }
 
-    /// Drops a circuit's parameters; the witness budget grows by what they held.
+    /// Drops a circuit's parameters and its precompiled record; the witness budget grows by what
+    /// they held.
     pub fn evict(&self, circuit: &str) -> Result<Evicted, SnarkError> {
-        let out = self.srs.evict(&crate::proofs::circuit_id_for(circuit)?);
-        self.engine.params_changed();
+        let id = crate::proofs::circuit_id_for(circuit)?;
+        let out = self.srs.evict(&id);
+        self.engine.forget_record(&id);
         out
     }
 

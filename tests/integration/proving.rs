@@ -62,6 +62,10 @@ fn every_kind_proves_through_the_daemon_and_verifies_with_the_api() {
     let used: Vec<_> = s["engine"]["precompiled"].as_array().unwrap().iter().map(|r| r["partitions"].clone()).collect();
     assert_eq!(used, vec![json!(1); kinds.len()], "each second proof used its circuit's record");
     assert_eq!(d.log_text().matches("/1, precompiled)").count(), kinds.len(), "{}", d.log_text());
+    // evicting a circuit drops its record with its parameters
+    block_on(d.client().call("Evict", vec![json!("window_post:2KiB")])).unwrap();
+    let s = block_on(d.client().call("Status", vec![])).unwrap();
+    assert_eq!(s["engine"]["precompiled"].as_array().unwrap().len(), kinds.len() - 1, "{s}");
 }
 
 #[test]
