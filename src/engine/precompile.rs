@@ -178,7 +178,8 @@ impl Pipeline {
         let reservation = match self.budget.reserve(self.estimate(statement), &|| self.stopped()) {
             Ok(r) => r,
             Err(e) => {
-                self.records.finish(id, Err(format!("no room in the budget to record it: {}", e.message)), Duration::ZERO);
+                let why = if self.stopped() { "the engine stopped".into() } else { format!("no room in the budget to record it: {}", e.message) };
+                self.records.finish(id, Err(why), Duration::ZERO);
                 return;
             }
         };

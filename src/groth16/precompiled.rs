@@ -156,8 +156,11 @@ impl Precompiled {
             acc
         };
         let n = self.constraints();
-        (0..n).into_par_iter().with_min_len(1 << 12).map(|r| eval(&self.a, r)).collect_into_vec(&mut w.a);
-        (0..n).into_par_iter().with_min_len(1 << 12).map(|r| eval(&self.b, r)).collect_into_vec(&mut w.b);
+        // room for the closing constraint per input too, so that appending them moves nothing
+        for (v, m) in [(&mut w.a, &self.a), (&mut w.b, &self.b)] {
+            *v = Vec::with_capacity(n + self.inputs);
+            (0..n).into_par_iter().with_min_len(1 << 12).map(|r| eval(m, r)).collect_into_vec(v);
+        }
         w.a_aux_density = self.a_aux_density.clone();
         w.b_input_density = self.b_input_density.clone();
         w.b_aux_density = self.b_aux_density.clone();
