@@ -98,7 +98,9 @@ pub(crate) struct Pipeline {
     /// copies must not queue behind minutes of synthesis work (they did: a 32 GiB PoRep partition's
     /// device stage took 6.7 s in the engine against 1.6 s alone). Critical and high priority
     /// items have a pool of their own for the same reason: a WinningPoSt's forks would otherwise
-    /// wait behind a PoRep's. Each has a thread per CPU; the kernel shares the CPUs between them.
+    /// wait behind a PoRep's. Each has a thread per CPU; the kernel shares the CPUs between them,
+    /// and the ordinary pool's threads run [`SYNTHESIS_NICE`] steps nicer, so that when the CPUs
+    /// are all busy the copies that feed the GPU and the urgent forks go first.
     pub synth_pools: [rayon::ThreadPool; 2],
     /// One per worker thread, in the order [`Pipeline::spawn_workers`] starts them.
     pub beats: Mutex<Vec<Arc<Beat>>>,
@@ -135,6 +137,26 @@ impl Beat {
     }
 }
 
+
+/// How much nicer than the daemon ordinary synthesis threads run (each step is ~1.25× less CPU
+/// weight, so 5 gives the GPU's copies and urgent forks about three times the share).
+const SYNTHESIS_NICE: i32 = 5;
+
+/// Makes the calling thread `steps` nicer than it is (Linux priorities are per thread); a failure
+/// leaves it as it was, which costs only the preference.
+fn lower_priority(steps: i32) {
+    if steps == 0 {
+        return;
+    }
+    // SAFETY: gettid, getpriority and setpriority only read or set this thread's scheduling value.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+        if libc::setpriority(libc::PRIO_PROCESS, tid, now + steps) != 0 {
+            tracing::debug!("cannot lower a synthesis thread's priority: {}", std::io::Error::last_os_error());
+        }
+    }
+}
 
 /// Logs one stage change of a job as one journal entry with the filterable fields.
 pub(crate) fn log_stage(job: &Job, stage: Stage, device: &str, detail: &str) {
@@ -181,9 +203,10 @@ impl Pipeline {
             budget,
             measured: Mutex::new(HashMap::new()),
             records: Default::default(),
-            synth_pools: ["synth-fork", "synth-urgent"].map(|name| {
+            synth_pools: [("synth-fork", SYNTHESIS_NICE), ("synth-urgent", 0)].map(|(name, nice)| {
                 rayon::ThreadPoolBuilder::new()
                     .thread_name(move |i| format!("{name}-{i}"))
+                    .start_handler(move |_| lower_priority(nice))
                     .build()
                     .expect("start a synthesis thread pool")
             }),
