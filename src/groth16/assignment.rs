@@ -120,7 +120,7 @@ pub(super) fn eval(
 /// value · coeff, skipping the multiplication for the 0/1 values and unit coefficients that make up
 /// most of a Filecoin circuit (SHA-256 bits, boolean constraints).
 #[inline(always)]
-fn term(value: Fr, coeff: &Fr) -> Fr {
+pub(super) fn term(value: Fr, coeff: &Fr) -> Fr {
     if value.is_zero_vartime() {
         Fr::ZERO
     } else if *coeff == Fr::ONE {

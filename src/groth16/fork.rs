@@ -48,14 +48,7 @@ thread_local! {
 /// `stop` before each item and ends with [`ForkError::Stopped`] once it answers true: a cancelled
 /// job's synthesis ends after the items already running, not after the whole partition.
 pub fn stoppable<R>(stop: StopFn, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<StopFn>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            STOP.with(|s| *s.borrow_mut() = self.0.take());
-        }
-    }
-    let _restore = Restore(STOP.with(|s| s.replace(Some(stop))));
-    f()
+    super::scoped(&STOP, stop, f)
 }
 
 /// What one item adds to the witness.

@@ -5,6 +5,8 @@
 //! plus the resident [`crate::srs::Srs`] into a proof: h by NTTs, five MSMs, assembly with fresh r, s.
 //! The split exists so that witnesses can be budgeted and queued per device between the stages.
 
+use std::cell::RefCell;
+use std::thread::LocalKey;
 use std::time::Duration;
 
 use blstrs::{Bls12, Scalar as Fr};
@@ -231,6 +233,21 @@ pub trait ProvingBackend: Send + Sync {
         let _ = next;
         self.prove(witness, srs, release)
     }
+}
+
+/// Runs `f` with `key` holding `value` on this thread, and then what it held before, even when
+/// `f` panics: how a synthesis is told its stop token ([`stoppable`]) and its precompiled record
+/// ([`precompiled`]) without threading them through every circuit.
+fn scoped<T: 'static, R>(key: &'static LocalKey<RefCell<Option<T>>>, value: T, f: impl FnOnce() -> R) -> R {
+    struct Restore<T: 'static>(&'static LocalKey<RefCell<Option<T>>>, Option<T>);
+    impl<T: 'static> Drop for Restore<T> {
+        fn drop(&mut self) {
+            let before = self.1.take();
+            self.0.with(|v| *v.borrow_mut() = before);
+        }
+    }
+    let _restore = Restore(key, key.with(|v| v.replace(Some(value))));
+    f()
 }
 
 pub mod assignment;

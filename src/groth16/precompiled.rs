@@ -20,6 +20,7 @@ use blstrs::Scalar as Fr;
 use ff::Field;
 use rayon::prelude::*;
 
+use super::assignment::term;
 use super::{Density, Witness};
 
 /// Marks an aux variable's index in a [`Term`] (inputs have it clear).
@@ -149,8 +150,7 @@ impl Precompiled {
                 match t.coeff {
                     ONE => acc += v,
                     MINUS_ONE => acc -= v,
-                    k if v == Fr::ONE => acc += self.coeffs[k as usize],
-                    k => acc += v * self.coeffs[k as usize],
+                    k => acc += term(v, &self.coeffs[k as usize]),
                 }
             }
             acc
@@ -294,14 +294,7 @@ thread_local! {
 /// Runs `f`, a synthesis on this thread, so that [`super::synthesize_with`] (and the statements'
 /// `synthesize`, which call it) skips A and B and fills them from `record` instead.
 pub fn precompiled<R>(record: Arc<Precompiled>, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<Arc<Precompiled>>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            CURRENT.with(|c| *c.borrow_mut() = self.0.take());
-        }
-    }
-    let _restore = Restore(CURRENT.with(|c| c.replace(Some(record))));
-    f()
+    super::scoped(&CURRENT, record, f)
 }
 
 /// The record [`precompiled`] set for this thread's synthesis, if any.

@@ -74,6 +74,21 @@ struct FakeBackend {
     holds: bool,
 }
 
+impl FakeBackend {
+    /// A backend that takes every witness for a PoRep's and proves it in `prove`.
+    fn porep(prove: Duration, holds: bool) -> FakeBackend {
+        FakeBackend {
+            prove,
+            order: Arc::new(Mutex::new(vec![])),
+            kinds: Arc::new(Mutex::new([(1usize, ProofKind::PorepC2)].into_iter().collect())),
+            calls: AtomicUsize::new(0),
+            release_bytes: 0,
+            announced: Arc::new(Mutex::new(vec![])),
+            holds,
+        }
+    }
+}
+
 impl ProvingBackend for FakeBackend {
     fn name(&self) -> String {
         "fake".into()
@@ -187,7 +202,7 @@ fn rig(budget: u64, parallelism: u32, prove: Duration) -> Rig {
     ));
     let announced = Arc::new(Mutex::new(vec![]));
     let backend =
-        FakeBackend { prove, order: order.clone(), kinds, calls: AtomicUsize::new(0), release_bytes: 0, announced: announced.clone(), holds: false };
+        FakeBackend { order: order.clone(), kinds, announced: announced.clone(), ..FakeBackend::porep(prove, false) };
     let config = snarkd::config::Config::default();
     let engine = Engine::start(
         EngineSettings::from_config(&config),
@@ -437,15 +452,7 @@ impl SrsSource for LoadingSrs {
 
 #[test]
 fn parameters_loaded_on_first_use_come_out_of_a_budget_derived_from_memory() {
-    let backend = FakeBackend {
-        prove: Duration::from_millis(1),
-        order: Arc::new(Mutex::new(vec![])),
-        kinds: Arc::new(Mutex::new([(1usize, ProofKind::PorepC2)].into_iter().collect())),
-        calls: AtomicUsize::new(0),
-        release_bytes: 0,
-        announced: Arc::new(Mutex::new(vec![])),
-        holds: false,
-    };
+    let backend = FakeBackend::porep(Duration::from_millis(1), false);
     let memory = snarkd::systemd::cgroup::MemoryLimit { bytes: Bytes(10 << 20), source: "test cgroup".into() };
     let budget = snarkd::engine::budget::witness_budget(None, &memory, Bytes(1 << 20));
     let config = snarkd::config::Config::default();
@@ -495,16 +502,8 @@ fn a_retained_job_keeps_its_result_but_not_its_inputs() {
 /// all go to it; a burst queues it deeper than an upload costs, and the other device takes some.
 #[test]
 fn placement_prefers_the_device_that_holds_the_circuit() {
-    let backend = |holds: bool| FakeBackend {
-        prove: Duration::from_millis(150),
-        order: Arc::new(Mutex::new(vec![])),
-        kinds: Arc::new(Mutex::new([(1usize, ProofKind::PorepC2)].into_iter().collect())),
-        calls: AtomicUsize::new(0),
-        release_bytes: 0,
-        announced: Arc::new(Mutex::new(vec![])),
-        holds,
-    };
-    let (cold, warm) = (Arc::new(backend(false)), Arc::new(backend(true)));
+    let backend = |holds| Arc::new(FakeBackend::porep(Duration::from_millis(150), holds));
+    let (cold, warm) = (backend(false), backend(true));
     let engine = Engine::start(
         EngineSettings::from_config(&snarkd::config::Config::default()),
         Sizing::derive(snarkd::engine::WitnessBudget::fixed(Bytes(1 << 30), "test"), 4),
