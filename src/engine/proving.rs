@@ -101,6 +101,13 @@ impl Pipeline {
         self.healthy(exclude).min_by_key(|d| d.load() + if d.backend.holds(circuit) { 0 } else { UPLOAD_COST }).cloned()
     }
 
+    /// Whether every healthy device evaluates A and B from `record` itself, against `srs`, so
+    /// that a synthesis may leave them to the device ([`crate::groth16::Fill::Deferred`]).
+    pub(crate) fn devices_fill_from(&self, srs: &crate::srs::Srs, record: &crate::groth16::Precompiled) -> bool {
+        let mut devices = self.healthy(&[]).peekable();
+        devices.peek().is_some() && devices.all(|d| d.backend.fills_from_record(srs, record))
+    }
+
     fn has_device(&self, exclude: &[usize]) -> bool {
         self.healthy(exclude).next().is_some()
     }

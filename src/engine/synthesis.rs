@@ -15,6 +15,7 @@ use super::job::{Job, JobState, Stage};
 use super::pipeline::{log_stage, panic_message, Beat, LookaheadSlot, Pipeline, Synthesized, WorkItem};
 use super::scheduler::Priority;
 use crate::error::{ErrorCode, SnarkError};
+use crate::groth16::Fill;
 use crate::proofs::Statement;
 use crate::units::Bytes;
 
@@ -93,7 +94,14 @@ impl Pipeline {
             }
         };
 
-        let estimate = self.estimate(statement.as_ref());
+        // With the circuit's record, A and B are filled from it: on the device when every device
+        // evaluates them itself (the witness then reserves its assignments alone), else here.
+        let record = self.precompiled_for(&statement);
+        let fill = record.as_ref().map(|r| if self.devices_fill_from(&srs, r) { Fill::Deferred } else { Fill::Host });
+        let estimate = match (&record, fill) {
+            (Some(record), Some(Fill::Deferred)) => with_headroom(record.deferred_bytes()),
+            _ => self.estimate(statement.as_ref()),
+        };
         let reserved = if job.priority == Priority::Critical {
             self.budget.reserve_urgent(estimate, &|| job.should_stop())
         } else {
@@ -116,8 +124,11 @@ impl Pipeline {
             let mut p = job.progress.lock().unwrap();
             p.stage = Stage::Synthesis;
         }
-        let record = self.precompiled_for(&statement);
-        let how = if record.is_some() { ", precompiled" } else { "" };
+        let how = match fill {
+            Some(Fill::Host) => ", precompiled",
+            Some(Fill::Deferred) => ", precompiled, a and b on the device",
+            None => "",
+        };
         log_stage(&job, Stage::Synthesis, "", &format!("partition {}/{}{how}", item.partition + 1, job.partitions()));
         let started = Instant::now();
         let stop: crate::groth16::StopFn = {
@@ -129,9 +140,9 @@ impl Pipeline {
             // everything inside `install`, so that the thread-local stop token and record are
             // set on the thread that synthesizes
             pool.install(|| {
-                crate::groth16::stoppable(stop, || match record {
-                    Some(record) => crate::groth16::precompiled(record, || statement.synthesize(item.partition)),
-                    None => statement.synthesize(item.partition),
+                crate::groth16::stoppable(stop, || match (record, fill) {
+                    (Some(record), Some(fill)) => crate::groth16::precompiled_as(record, fill, || statement.synthesize(item.partition)),
+                    _ => statement.synthesize(item.partition),
                 })
             })
         }));
@@ -150,7 +161,8 @@ impl Pipeline {
         };
         let bytes = witness.bytes();
         reservation.set_in_use(Bytes(bytes));
-        {
+        // a deferred witness's size says nothing of the circuit's whole one
+        if witness.record.is_none() {
             let mut measured = self.measured.lock().unwrap();
             let peak = measured.entry(statement.circuit()).or_insert(0);
             *peak = (*peak).max(bytes);

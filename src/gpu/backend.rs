@@ -19,10 +19,11 @@ use rand_core::OsRng;
 
 use super::device::{GpuDevice, GpuError};
 use super::msm::{DeviceBases, G1, G2};
-use super::partition::{self, PartitionBases, PartitionInput, PartitionOutput, Prefetched, Selection};
+use super::partition::{self, Ab, PartitionBases, PartitionInput, PartitionOutput, Prefetched, Selection};
+use super::record::DeviceRecord;
 use super::types::AsDevice;
 use crate::groth16::prover::{assemble, check_shape, MsmSums};
-use crate::groth16::{BackendError, Density, DeviceMemory, Proof, ProveTimings, ProvingBackend, ReleaseFn, Witness};
+use crate::groth16::{BackendError, Density, DeviceMemory, Precompiled, Proof, ProveTimings, ProvingBackend, ReleaseFn, Witness};
 use crate::srs::{CircuitId, Srs};
 use crate::units::Bytes;
 
@@ -35,11 +36,14 @@ struct Resident {
     a: DeviceBases<G1>,
     b_g1: DeviceBases<G1>,
     b_g2: DeviceBases<G2>,
+    /// The circuit's precompiled record, once a witness deferred to it has come.
+    record: Option<DeviceRecord>,
 }
 
 impl Resident {
     fn bytes(&self) -> u64 {
-        self.h.bytes() + self.l.bytes() + self.a.bytes() + self.b_g1.bytes() + self.b_g2.bytes()
+        let record = self.record.as_ref().map_or(0, DeviceRecord::bytes);
+        self.h.bytes() + self.l.bytes() + self.a.bytes() + self.b_g1.bytes() + self.b_g2.bytes() + record
     }
 }
 
@@ -105,19 +109,22 @@ impl GpuBackend {
             a: DeviceBases::upload(dev, &srs.a)?,
             b_g1: DeviceBases::upload(dev, &srs.b_g1)?,
             b_g2: DeviceBases::upload(dev, &srs.b_g2)?,
+            record: None,
         })
     }
 
     /// `srs`'s bases on the device, uploaded unless resident, after evicting the least recently
     /// used circuits until they and `w`'s working memory fit; a stale load of the same circuit
-    /// is dropped first. An upload that still runs out of memory is retried once alone.
-    fn make_resident<'a>(&self, slots: &'a mut Vec<Resident>, srs: &Srs, w: &Witness) -> Result<&'a Resident, GpuError> {
+    /// is dropped first. An upload that still runs out of memory is retried once alone. A
+    /// witness deferred to a record gets that record on the device beside the bases.
+    fn make_resident<'a>(&self, slots: &'a mut Vec<Resident>, srs: &Srs, w: &Witness) -> Result<&'a mut Resident, GpuError> {
+        let record_bytes = w.record.as_deref().map_or(0, DeviceRecord::bytes_for);
         if let Some(i) = slots.iter().position(|r| r.id == srs.id && r.loaded_at == srs.loaded_at) {
             let r = slots.remove(i);
             slots.push(r);
         } else {
             slots.retain(|r| r.id != srs.id);
-            let need = srs_device_bytes(srs) + working_bytes(w);
+            let need = srs_device_bytes(srs) + record_bytes + working_bytes(w.evaluations(), w.input.len() + w.aux.len());
             while !slots.is_empty() && self.dev.mem_info()?.0 < need {
                 let gone = slots.remove(0);
                 tracing::info!(device = %self.dev.label(), circuit = %gone.id, freed = %Bytes(gone.bytes()), "evicting resident bases to make room for {}", srs.id);
@@ -131,7 +138,22 @@ impl GpuBackend {
             }?;
             slots.push(up);
         }
-        Ok(slots.last().expect("just pushed"))
+        if let Some(record) = &w.record {
+            let last = slots.len() - 1;
+            if !slots[last].record.as_ref().is_some_and(|r| r.is(record)) {
+                slots[last].record = None;
+                let need = record_bytes + working_bytes(w.evaluations(), w.input.len() + w.aux.len());
+                while slots.len() > 1 && self.dev.mem_info()?.0 < need {
+                    let gone = slots.remove(0);
+                    tracing::info!(device = %self.dev.label(), circuit = %gone.id, freed = %Bytes(gone.bytes()), "evicting resident bases to make room for {}'s record", srs.id);
+                }
+                let started = Instant::now();
+                let last = slots.len() - 1;
+                slots[last].record = Some(DeviceRecord::upload(&self.dev, record)?);
+                tracing::info!(device = %self.dev.label(), circuit = %srs.id, "precompiled record of {} on the device: {} in {:.2} s", srs.id, Bytes(record_bytes), started.elapsed().as_secs_f64());
+            }
+        }
+        Ok(slots.last_mut().expect("just pushed"))
     }
 
     /// One partition's device work: `srs` made resident, then [`partition::run`].
@@ -150,9 +172,16 @@ impl GpuBackend {
         let b_inputs = kept_inputs(&w.input, Some(&w.b_input_density)).copied().collect();
         let b_select = Selection { inputs: Cow::Owned(b_inputs), aux: &w.b_aux_density };
         let bases = PartitionBases { h: &res.h, l: &res.l, a: &res.a, b_g1: &res.b_g1, b_g2: Some(&res.b_g2) };
-        // only a witness of the same shape: the next proof of the same circuit, as a rule
-        let next_ab = next.filter(|n| n.a.len() == w.a.len()).map(|n| (n.a.as_slice(), n.b.as_slice()));
-        let input = PartitionInput { a: &w.a, b: &w.b, aux: &w.aux, a_select, b_select, next: next_ab };
+        let ab = match (&w.record, &res.record) {
+            (Some(_), Some(record)) => Ab::Record(record),
+            (Some(_), None) => return Err(self.dev.err("record", "the witness's record is not on the device")),
+            (None, _) => Ab::Host { a: &w.a, b: &w.b },
+        };
+        // only a whole witness of the same shape: the next proof of the same circuit, as a rule
+        let next_ab = next
+            .filter(|n| n.record.is_none() && w.record.is_none() && n.a.len() == w.a.len())
+            .map(|n| (n.a.as_slice(), n.b.as_slice()));
+        let input = PartitionInput { ab, input: &w.input, aux: &w.aux, a_select, b_select, next: next_ab };
         let ab_bytes = (w.a.len() + w.b.len()) as u64 * 32;
         partition::run(&self.dev, &bases, &input, prefetched, &mut || release(ab_bytes))
     }
@@ -205,6 +234,14 @@ impl ProvingBackend for GpuBackend {
         self.resident_ids.lock().unwrap_or_else(|p| p.into_inner()).contains(circuit)
     }
 
+    /// Whether the bases, the record and one partition's working memory fit the device at once.
+    fn fills_from_record(&self, srs: &Srs, record: &Precompiled) -> bool {
+        let Ok((_, total)) = self.dev.mem_info() else { return false };
+        let scalars = srs.vk.ic.len() + srs.l.len();
+        let need = srs_device_bytes(srs) + DeviceRecord::bytes_for(record) + working_bytes(record.constraints() + srs.vk.ic.len(), scalars);
+        need <= total
+    }
+
     fn prove(
         &self,
         witness: Witness,
@@ -235,9 +272,9 @@ fn srs_device_bytes(srs: &Srs) -> u64 {
 
 /// What one partition's device work needs besides the bases, with room to spare: a, b, c on the
 /// domain and a spare transform buffer, the uploaded scalars, and the MSMs' buckets.
-fn working_bytes(w: &Witness) -> u64 {
-    let domain = w.a.len().next_power_of_two() as u64;
-    4 * domain * 32 + (w.input.len() + w.aux.len()) as u64 * 32 + (2 << 30)
+fn working_bytes(evaluations: usize, scalars: usize) -> u64 {
+    let domain = evaluations.next_power_of_two() as u64;
+    4 * domain * 32 + scalars as u64 * 32 + (2 << 30)
 }
 
 /// The inputs a query keeps: all, or those whose bit is set in `density`.

@@ -15,6 +15,7 @@ mod msm;
 mod ntt;
 mod selftest;
 mod partition;
+mod record;
 mod types;
 
 pub use backend::GpuBackend;

@@ -20,6 +20,7 @@ use cudarc::driver::{CudaEvent, CudaSlice};
 use super::device::{blocks, GpuDevice, GpuError, Upload};
 use super::msm::{msm_device, DeviceBases, G1, G2};
 use super::ntt::{Domain, Values};
+use super::record::DeviceRecord;
 use super::types::{AsDevice, DevFr};
 use crate::groth16::Density;
 
@@ -50,8 +51,9 @@ impl Selection<'_> {
 /// One proof's inputs. The witness's c is not among them: h takes c = a∘b, which a satisfied
 /// R1CS's c equals, and the proof is verified before it leaves the daemon.
 pub(crate) struct PartitionInput<'a> {
-    pub a: &'a [Fr],
-    pub b: &'a [Fr],
+    pub ab: Ab<'a>,
+    /// The input assignment (ONE first).
+    pub input: &'a [Fr],
     /// The L MSM's scalars.
     pub aux: &'a [Fr],
     /// A's scalars (one per base of `PartitionBases::a`).
@@ -62,6 +64,25 @@ pub(crate) struct PartitionInput<'a> {
     /// uploads, during its h and H MSM, so that the next h need not wait for them
     /// ([`PartitionOutput::next`]).
     pub next: Option<(&'a [Fr], &'a [Fr])>,
+}
+
+/// Where a proof's a and b come from.
+pub(crate) enum Ab<'a> {
+    /// Made on the host (uploaded, or prefetched during the proof before).
+    Host { a: &'a [Fr], b: &'a [Fr] },
+    /// Made on the device from the circuit's record, over the inputs and the aux, which then
+    /// goes up before h instead of during it.
+    Record(&'a DeviceRecord),
+}
+
+impl Ab<'_> {
+    /// How many evaluations a and b have before padding to the domain.
+    fn len(&self) -> usize {
+        match self {
+            Ab::Host { a, .. } => a.len(),
+            Ab::Record(r) => r.evaluations(),
+        }
+    }
 }
 
 /// A proof's a and b, uploaded during the partition proved before it.
@@ -106,7 +127,7 @@ impl Timeline {
 }
 
 /// The steps [`PartitionOutput::steps`] times.
-pub(crate) const STEPS: [&str; 6] = ["h (a, b uploads + 7 ntt + pointwise)", "H msm", "L msm (+ A's, B's scalars picked)", "A msm", "B_G1 msm", "B_G2 msm"];
+pub(crate) const STEPS: [&str; 6] = ["h (a, b uploads or aux upload + a, b from the record; 7 ntt + pointwise)", "H msm", "L msm (+ A's, B's scalars picked)", "A msm", "B_G1 msm", "B_G2 msm"];
 
 /// Proves one partition, with a and b from `prefetched` when the partition before uploaded them.
 /// `uploaded` is called once a and b have left the host.
@@ -119,7 +140,7 @@ pub(crate) fn run(
 ) -> Result<PartitionOutput, GpuError> {
     let (n_aux, n_a, n_b) = (inp.aux.len(), bases.a.len(), bases.b_g1.len());
     let tl = Timeline::start();
-    let dom = Domain::cached(dev, inp.a.len())?;
+    let dom = Domain::cached(dev, inp.ab.len())?;
     let m = dom.size();
     for (what, sel, n) in [("a", &inp.a_select, n_a), ("b", &inp.b_select, n_b)] {
         if sel.aux.len() != n_aux || sel.len() != n {
@@ -147,9 +168,18 @@ pub(crate) fn run(
         None => None,
     };
     std::thread::scope(|scope| -> Result<PartitionOutput, GpuError> {
-        let (a, b) = match prefetched {
-            Some(p) => (Values::Device(p.a), Values::Device(p.b)),
-            None => (Values::Host(inp.a), Values::Host(inp.b)),
+        // From a record, a and b are made from the aux, which therefore goes up first.
+        let mut aux_buf = Some(aux_buf);
+        let (a, b, aux_ready) = match (&inp.ab, prefetched) {
+            (Ab::Record(record), _) => {
+                let aux = dev.ready(dev.upload_async(Fr::as_device(inp.aux), aux_buf.take().expect("not taken yet"))?)?;
+                tl.note("aux staged");
+                let input = dev.upload(Fr::as_device(inp.input))?;
+                let (a, b) = record.evaluate(dev, &input, &aux, m)?;
+                (Values::Device(dev.resident(a)?), Values::Device(dev.resident(b)?), Some(aux))
+            }
+            (Ab::Host { .. }, Some(p)) => (Values::Device(p.a), Values::Device(p.b), None),
+            (Ab::Host { a, b }, None) => (Values::Host(a), Values::Host(b), None),
         };
         tl.note("buffers allocated");
         let mut h = dom.h(dev, a, b, None)?;
@@ -164,9 +194,11 @@ pub(crate) fn run(
         // next proof's a and b, which follow it
         let (tx, rx) = std::sync::mpsc::channel::<Upload>();
         let mut up = Some(scope.spawn(move || -> Result<Option<Prefetched>, GpuError> {
-            // a send fails only when the proof has already given up on an error of its own
-            let _ = tx.send(dev.upload_async(Fr::as_device(inp.aux), aux_buf)?);
-            tl.note("upload: aux staged");
+            if let Some(aux_buf) = aux_buf {
+                // a send fails only when the proof has already given up on an error of its own
+                let _ = tx.send(dev.upload_async(Fr::as_device(inp.aux), aux_buf)?);
+                tl.note("upload: aux staged");
+            }
             let (Some((next_a, next_b)), Some(bufs)) = (inp.next, next_bufs) else { return Ok(None) };
             let [a_buf, b_buf]: [CudaSlice<DevFr>; 2] = bufs.try_into().map_err(|_| dev.err("prefetch", "two buffers"))?;
             let a = dev.prefetch_async(Fr::as_device(next_a), a_buf)?;
@@ -186,7 +218,10 @@ pub(crate) fn run(
         tl.note("H msm returned");
         drop(h);
         marks.push(dev.mark()?);
-        let mut l = dev.ready(aux_upload()?)?;
+        let mut l = match aux_ready {
+            Some(aux) => aux,
+            None => dev.ready(aux_upload()?)?,
+        };
         // picked before L's MSM converts the aux values in place
         let mut a = a_query.select(dev, &l)?;
         let mut b1 = b_query.select(dev, &l)?;

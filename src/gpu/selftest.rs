@@ -18,7 +18,11 @@ use cudarc::driver::CudaSlice;
 use super::msm::{msm, msm_at_width, msm_device, window_bits, DeviceBases, G1, G2};
 use super::types::{AsDevice, DevFr, DevG1Xyzz};
 use super::ntt::{h_poly, ntt, Domain, NttKind, Values};
-use super::partition::{self, Selection, PartitionBases, PartitionInput, STEPS};
+use super::partition::{self, Ab, Selection, PartitionBases, PartitionInput, STEPS};
+use super::record::DeviceRecord;
+use crate::groth16::{precompiled_as, synthesize, Fill, Precompiled};
+use bellperson::{Circuit, ConstraintSystem, LinearCombination, SynthesisError};
+use std::sync::Arc;
 use crate::groth16::ntt::{omega, Domain as CpuDomain};
 use crate::groth16::prover::compute_h;
 use crate::groth16::Density;
@@ -185,6 +189,27 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
         }
     }
 
+    // a and b made on the device from a precompiled record, against the host's fill from the same
+    // record (itself tested equal to a full synthesis), padding and closing constraints included
+    for (rows, aux) in [(1usize, 1usize), (1000, 300), (4099, 5000), ((1 << 20) + 5, 1 << 16)] {
+        let seed: u64 = rng.gen();
+        let values = random_scalars(&mut rng, aux, Distribution::Witness);
+        let circuit = |values: Vec<Fr>| RandomRows { seed, rows, aux: values };
+        let record = Arc::new(Precompiled::record(circuit(vec![Fr::ZERO; aux])).expect("record"));
+        let w = precompiled_as(record.clone(), Fill::Deferred, || synthesize(circuit(values))).expect("synthesis");
+        let mut want = w.clone();
+        want.fill_deferred();
+        let m = 2 * w.evaluations().next_power_of_two();
+        let on_device = DeviceRecord::upload(dev, &record)?;
+        let (input, aux) = (dev.upload(Fr::as_device(&w.input))?, dev.upload(Fr::as_device(&w.aux))?);
+        let (a, b) = on_device.evaluate(dev, &input, &aux, m)?;
+        for (name, got, want) in [("a", &a, &want.a), ("b", &b, &want.b)] {
+            let got: Vec<Fr> = dev.download(got, m)?.into_iter().map(DevFr::to_scalar).collect();
+            let bad = (0..m).filter(|&i| got[i] != want.get(i).copied().unwrap_or(Fr::ZERO)).count();
+            check(format!("{name} from a precompiled record, {rows} rows"), bad == 0, format!("{bad} of {m} differ"));
+        }
+    }
+
     let g1_points: Vec<G1Projective> = random_points(&mut rng, 5000);
     let g2_points: Vec<G2Projective> = random_points(&mut rng, 600);
     let g1_same = vec![g1_points[0]; 100];
@@ -254,6 +279,37 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
     }
 
     Ok(Report { device: dev.label(), seed, checks })
+}
+
+/// A random R1CS with `rows` constraints over ONE, two inputs and the aux `aux`: each row of A
+/// and B has up to four terms with coefficients ±1, 2 or random; the rows depend on `seed` only.
+struct RandomRows {
+    seed: u64,
+    rows: usize,
+    aux: Vec<Fr>,
+}
+
+impl Circuit<Fr> for RandomRows {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut rng = StdRng::seed_from_u64(self.seed);
+        let mut inputs = vec![CS::one()];
+        for i in 0..2u64 {
+            inputs.push(cs.alloc_input(|| "x", || Ok(Fr::from(7 * i + 3)))?);
+        }
+        let aux = self.aux.iter().map(|v| cs.alloc(|| "w", || Ok(*v))).collect::<Result<Vec<_>, _>>()?;
+        let coeffs = [Fr::ONE, -Fr::ONE, Fr::from(2u64), Fr::random(&mut rng), Fr::random(&mut rng)];
+        let row = |rng: &mut StdRng| {
+            (0..rng.gen_range(0..5)).fold(LinearCombination::zero(), |lc, _| {
+                let v = if rng.gen_bool(0.1) { inputs[rng.gen_range(0..inputs.len())] } else { aux[rng.gen_range(0..aux.len())] };
+                lc + (coeffs[rng.gen_range(0..coeffs.len())], v)
+            })
+        };
+        for _ in 0..self.rows {
+            let (a, b) = (row(&mut rng), row(&mut rng));
+            cs.enforce(|| "row", |_| a, |_| b, |lc| lc);
+        }
+        Ok(())
+    }
 }
 
 fn median(mut t: Vec<f32>, what: String) -> BenchReport {
@@ -369,7 +425,7 @@ pub fn bench_prove_shape(dev: &GpuDevice, shape: Shape, mix: Distribution) -> Re
     for pipelined in [false, true] {
         let next = pipelined.then_some((a.as_slice(), b.as_slice()));
         let select = || Selection { inputs: Cow::Borrowed(&[]), aux: &dense };
-        let input = PartitionInput { a: &a, b: &b, aux: &aux, a_select: select(), b_select: select(), next };
+        let input = PartitionInput { ab: Ab::Host { a: &a, b: &b }, input: &[], aux: &aux, a_select: select(), b_select: select(), next };
         let mut t: Vec<Vec<f32>> = vec![Vec::new(); STEPS.len() + 1];
         let mut prefetched = None;
         // run 0 warms up (and, pipelined, prefetches for run 1)

@@ -9,7 +9,7 @@ use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisE
 use blstrs::Scalar as Fr;
 use ff::Field;
 
-use super::precompiled::{self, Mismatch};
+use super::precompiled::{self, Fill, Mismatch};
 use super::{Density, Witness};
 
 /// Runs `circuit` through snarkd's constraint system and records its witness, as bellperson's
@@ -32,12 +32,15 @@ pub fn synthesize_with<E: From<SynthesisError> + From<Mismatch>>(
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit(&mut cs)?;
     let WitnessCs(mut w, skipped) = cs;
-    if let (Some(record), Some(constraints)) = (record, skipped) {
-        record.fill(&mut w, constraints)?;
+    match (record, skipped) {
+        (Some((record, Fill::Deferred)), Some(constraints)) => {
+            record.defer(&mut w, constraints)?;
+            return Ok(w); // a and b, with their closing constraints, come with the fill
+        }
+        (Some((record, Fill::Host)), Some(constraints)) => record.fill(&mut w, constraints)?,
+        _ => {}
     }
-    let n = w.input.len();
-    w.a.extend_from_slice(&w.input);
-    w.b.resize(w.b.len() + n, Fr::ZERO);
+    precompiled::close_inputs(&mut w);
     Ok(w)
 }
 

@@ -43,7 +43,11 @@ impl CpuBackend {
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         let start = Instant::now();
         check_shape(&witness, srs)?;
+        // what the engine reserved for: a deferred witness's a and b are made here, outside it
         let total_bytes = witness.bytes();
+        let deferred = witness.record.is_some();
+        let mut witness = witness;
+        witness.fill_deferred();
         let Witness {
             a,
             b,
@@ -52,8 +56,9 @@ impl CpuBackend {
             a_aux_density,
             b_input_density,
             b_aux_density,
+            record: _,
         } = witness;
-        let abc_bytes = ((a.len() + b.len()) * std::mem::size_of::<Fr>()) as u64;
+        let abc_bytes = if deferred { 0 } else { ((a.len() + b.len()) * std::mem::size_of::<Fr>()) as u64 };
 
         // C's evaluations, as a satisfied R1CS has them (`Witness::a`)
         let c: Vec<Fr> = a.par_iter().zip(b.par_iter()).with_min_len(1 << 12).map(|(a, b)| *a * b).collect();

@@ -68,6 +68,14 @@ impl ProvingBackend for FaultInjecting {
         self.inner.memory()
     }
 
+    fn holds(&self, circuit: &crate::srs::CircuitId) -> bool {
+        self.inner.holds(circuit)
+    }
+
+    fn fills_from_record(&self, srs: &Srs, record: &crate::groth16::Precompiled) -> bool {
+        self.inner.fills_from_record(srs, record)
+    }
+
     fn prove(&self, witness: Witness, srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         self.prove_then(witness, srs, release, None)
     }

@@ -120,7 +120,7 @@ impl WitnessCs {
         w.b_aux_density.grow(aux_base + n * shape.aux);
         w.b_input_density.grow(inputs);
 
-        let Witness { a, b, input, aux, a_aux_density, b_input_density, b_aux_density } = w;
+        let Witness { a, b, input, aux, a_aux_density, b_input_density, b_aux_density, record: _ } = w;
         let (prefix_input, input_spare) = split_at_spare(input);
         let (prefix_aux, aux_spare) = split_at_spare(aux);
         let jobs: Vec<_> = items

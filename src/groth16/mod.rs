@@ -110,9 +110,23 @@ pub struct Witness {
     pub a_aux_density: Density,
     pub b_input_density: Density,
     pub b_aux_density: Density,
+    /// Set when synthesis left A and B to the proving stage ([`Precompiled::defer`]): `a` and
+    /// `b` are empty, and they are this record's rows over `input` and `aux` (then one closing
+    /// constraint per input). A GPU evaluates them where it proves; other backends call
+    /// [`Witness::fill_deferred`] first.
+    pub record: Option<std::sync::Arc<Precompiled>>,
 }
 
 impl Witness {
+    /// How many evaluations a and b have (or will have, once a deferred witness is filled): the
+    /// constraints plus one per input.
+    pub fn evaluations(&self) -> usize {
+        match &self.record {
+            Some(record) => record.constraints() + self.input.len(),
+            None => self.a.len(),
+        }
+    }
+
     /// Bytes held by this witness, used by the memory budget.
     pub fn bytes(&self) -> u64 {
         let fr = std::mem::size_of::<Fr>();
@@ -143,6 +157,9 @@ impl Witness {
             ("b_input_density", &self.b_input_density, &other.b_input_density),
             ("b_aux_density", &self.b_aux_density, &other.b_aux_density),
         ];
+        if self.record.is_some() != other.record.is_some() {
+            return Some("one has a and b deferred to a record, the other not".into());
+        }
         for (name, x, y) in densities {
             if let Some(i) = (0..x.len().max(y.len())).find(|&i| x.get(i) != y.get(i)) {
                 return Some(format!("{name} bit {i} differs"));
@@ -211,6 +228,16 @@ pub trait ProvingBackend: Send + Sync {
         false
     }
 
+    /// Whether this backend evaluates A and B of a witness deferred to `record`
+    /// ([`Witness::record`]) itself while proving against `srs` (a GPU does, from the record on
+    /// the device, when the bases, the record and a partition's work fit it), so that synthesis
+    /// may leave them out and reserve a third of the memory. Other backends fill such a witness
+    /// on the host, outside the budget, so the engine does not defer for them.
+    fn fills_from_record(&self, srs: &Srs, record: &Precompiled) -> bool {
+        let _ = (srs, record);
+        false
+    }
+
     /// Proves one circuit with fresh r and s from OsRng. `release` is called with the byte count of
     /// each witness buffer once it is no longer needed.
     fn prove(
@@ -261,7 +288,7 @@ pub mod verify;
 
 pub use assignment::{synthesize, synthesize_with, WitnessCs};
 pub use fork::{stoppable, ForkCs, ForkError, ItemShape, StopFn};
-pub use precompiled::{precompiled, Precompiled};
+pub use precompiled::{precompiled, precompiled_as, Fill, Precompiled};
 pub use cpu::CpuBackend;
 pub use verify::verify;
 
@@ -300,6 +327,7 @@ mod tests {
             a_aux_density: Density::all(2),
             b_input_density: Density::with_len(1),
             b_aux_density: Density::all(2),
+            record: None,
         };
         assert_eq!(w.first_difference(&w.clone()), None);
         let mut other = w.clone();

@@ -126,10 +126,9 @@ impl Precompiled {
             + self.b_aux_density.bytes()) as u64
     }
 
-    /// Fills `w`'s A and B evaluations (with the closing constraint per input) and its densities
-    /// from the record, given its input and aux assignments. `constraints` is what the synthesis
-    /// counted; any difference from the record is an error, never a wrong witness.
-    pub fn fill(&self, w: &mut Witness, constraints: usize) -> Result<(), Mismatch> {
+    /// Checks that a synthesis that counted `constraints` made `w` from this record's circuit:
+    /// any difference is an error, never a wrong witness.
+    fn check(&self, w: &Witness, constraints: usize) -> Result<(), Mismatch> {
         let counts = [
             ("constraints", constraints, self.constraints()),
             ("inputs", w.input.len(), self.inputs),
@@ -138,6 +137,37 @@ impl Precompiled {
         if let Some((what, got, recorded)) = counts.iter().find(|(_, got, recorded)| got != recorded) {
             return Err(Mismatch(format!("the circuit has {got} {what} where its precompiled record has {recorded}")));
         }
+        Ok(())
+    }
+
+    /// Fills `w`'s A and B evaluations (without the closing constraint per input, which
+    /// [`super::synthesize_with`] appends) and its densities from the record, given its input and
+    /// aux assignments. `constraints` is what the synthesis counted.
+    pub fn fill(&self, w: &mut Witness, constraints: usize) -> Result<(), Mismatch> {
+        self.check(w, constraints)?;
+        self.fill_ab(w);
+        self.copy_densities(w);
+        Ok(())
+    }
+
+    /// Like [`Precompiled::fill`], but leaves A and B to the proving stage: `w` keeps only its
+    /// assignments and densities and names this record ([`Witness::record`]), so it holds a third
+    /// of a full witness's memory until a device evaluates A and B (or [`Witness::fill_deferred`]).
+    pub fn defer(self: &Arc<Self>, w: &mut Witness, constraints: usize) -> Result<(), Mismatch> {
+        self.check(w, constraints)?;
+        self.copy_densities(w);
+        w.record = Some(self.clone());
+        Ok(())
+    }
+
+    fn copy_densities(&self, w: &mut Witness) {
+        w.a_aux_density = self.a_aux_density.clone();
+        w.b_input_density = self.b_input_density.clone();
+        w.b_aux_density = self.b_aux_density.clone();
+    }
+
+    /// a = A·w and b = B·w by rows in parallel, with room for the closing constraint per input.
+    fn fill_ab(&self, w: &mut Witness) {
         let (input, aux) = (&w.input[..], &w.aux[..]);
         let value = |t: &Term| if t.var & AUX != 0 { aux[(t.var & !AUX) as usize] } else { input[t.var as usize] };
         let eval = |m: &Matrix, r: usize| {
@@ -157,15 +187,63 @@ impl Precompiled {
         };
         let n = self.constraints();
         // room for the closing constraint per input too, so that appending them moves nothing
-        for (v, m) in [(&mut w.a, &self.a), (&mut w.b, &self.b)] {
+        let mut ab = [Vec::new(), Vec::new()];
+        for (v, m) in ab.iter_mut().zip([&self.a, &self.b]) {
             *v = Vec::with_capacity(n + self.inputs);
             (0..n).into_par_iter().with_min_len(1 << 12).map(|r| eval(m, r)).collect_into_vec(v);
         }
-        w.a_aux_density = self.a_aux_density.clone();
-        w.b_input_density = self.b_input_density.clone();
-        w.b_aux_density = self.b_aux_density.clone();
-        Ok(())
+        [w.a, w.b] = ab;
     }
+
+    /// Bytes of a witness deferred to this record (its assignments and densities), for the budget.
+    pub fn deferred_bytes(&self) -> u64 {
+        ((self.inputs + self.aux) * std::mem::size_of::<Fr>()
+            + self.a_aux_density.bytes()
+            + self.b_input_density.bytes()
+            + self.b_aux_density.bytes()) as u64
+    }
+
+    /// The record as flat arrays, for a device to evaluate A and B itself.
+    pub fn raw(&self) -> RawRecord<'_> {
+        // SAFETY: Term is repr(C) over two u32 fields, so its slice is twice as many u32s.
+        let flat = |m: &Matrix| unsafe { std::slice::from_raw_parts(m.terms.as_ptr().cast::<u32>(), m.terms.len() * 2) };
+        RawRecord {
+            inputs: self.inputs,
+            aux: self.aux,
+            a: (&self.a.ends, flat(&self.a)),
+            b: (&self.b.ends, flat(&self.b)),
+            coeffs: &self.coeffs,
+        }
+    }
+}
+
+/// [`Precompiled::raw`]: each matrix as (row ends, terms as (variable, coefficient id) pairs of
+/// u32), a variable with bit 31 set being aux variable `var & !(1 << 31)`; coefficient ids 0 and 1
+/// are +1 and −1, every other id indexes `coeffs` (in Montgomery form, as blstrs keeps them).
+pub struct RawRecord<'a> {
+    pub inputs: usize,
+    pub aux: usize,
+    pub a: (&'a [u32], &'a [u32]),
+    pub b: (&'a [u32], &'a [u32]),
+    pub coeffs: &'a [Fr],
+}
+
+impl Witness {
+    /// Evaluates A and B of a witness whose synthesis deferred them ([`Precompiled::defer`]) on
+    /// the host, with the closing constraint per input; a witness already whole is left as it is.
+    pub fn fill_deferred(&mut self) {
+        if let Some(record) = self.record.take() {
+            record.fill_ab(self);
+            close_inputs(self);
+        }
+    }
+}
+
+/// Appends bellperson's closing `x_i · 0 = 0` constraint per input to a and b.
+pub(super) fn close_inputs(w: &mut Witness) {
+    let n = w.input.len();
+    w.a.extend_from_slice(&w.input);
+    w.b.resize(w.b.len() + n, Fr::ZERO);
 }
 
 /// The constraint system [`Precompiled::record`] runs: variables are only counted, and each
@@ -287,18 +365,32 @@ impl ConstraintSystem<Fr> for Recorder {
     }
 }
 
+/// What a synthesis under a record does with A and B.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// Evaluates them from the record once the assignments are done ([`Precompiled::fill`]).
+    Host,
+    /// Leaves them to the proving stage ([`Precompiled::defer`]).
+    Deferred,
+}
+
 thread_local! {
-    static CURRENT: RefCell<Option<Arc<Precompiled>>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<(Arc<Precompiled>, Fill)>> = const { RefCell::new(None) };
 }
 
 /// Runs `f`, a synthesis on this thread, so that [`super::synthesize_with`] (and the statements'
 /// `synthesize`, which call it) skips A and B and fills them from `record` instead.
 pub fn precompiled<R>(record: Arc<Precompiled>, f: impl FnOnce() -> R) -> R {
-    super::scoped(&CURRENT, record, f)
+    precompiled_as(record, Fill::Host, f)
+}
+
+/// [`precompiled`], with A and B filled as `fill` says.
+pub fn precompiled_as<R>(record: Arc<Precompiled>, fill: Fill, f: impl FnOnce() -> R) -> R {
+    super::scoped(&CURRENT, (record, fill), f)
 }
 
 /// The record [`precompiled`] set for this thread's synthesis, if any.
-pub(super) fn current() -> Option<Arc<Precompiled>> {
+pub(super) fn current() -> Option<(Arc<Precompiled>, Fill)> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
@@ -338,6 +430,35 @@ mod tests {
         }
         // the record is only used inside `precompiled`
         assert!(current().is_none());
+    }
+
+    #[test]
+    fn deferred_witness_holds_no_a_b_until_filled() {
+        let record = Arc::new(Precompiled::record(Mixed(0)).unwrap());
+        for k in [0, 3, 1 << 40] {
+            let full = synthesize(Mixed(k)).unwrap();
+            let mut deferred = precompiled_as(record.clone(), Fill::Deferred, || synthesize(Mixed(k))).unwrap();
+            assert!(deferred.a.is_empty() && deferred.b.is_empty());
+            assert_eq!(deferred.evaluations(), full.a.len());
+            assert_eq!(deferred.bytes(), record.deferred_bytes());
+            assert!(deferred.bytes() < full.bytes());
+            deferred.fill_deferred();
+            assert!(deferred.record.is_none());
+            assert_eq!(full.first_difference(&deferred), None, "k = {k}");
+        }
+    }
+
+    /// The flat arrays a device evaluates from: row ends, (variable, coefficient id) pairs with
+    /// the aux bit, and the coefficient table after ±1.
+    #[test]
+    fn raw_record_is_the_rows_as_recorded() {
+        let record = Precompiled::record(Mixed(0)).unwrap();
+        let raw = record.raw();
+        assert_eq!((raw.inputs, raw.aux), (3, 3));
+        // row 0 of A: x − y + big·one  →  input 1 (+1), aux 0 (−1), aux 2 (big)
+        assert_eq!(raw.a.0, &[3, 4, 6]);
+        assert_eq!(&raw.a.1[..6], &[1, ONE, AUX, MINUS_ONE, AUX | 2, 2]);
+        assert_eq!(raw.coeffs[2], Fr::from(0x1234_5678_9abc_def0u64));
     }
 
     #[test]

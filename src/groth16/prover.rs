@@ -25,8 +25,10 @@ pub fn check_shape(w: &Witness, srs: &Srs) -> Result<(), BackendError> {
             )))
         }
     };
-    let n = w.a.len();
-    shape("b evaluations", w.b.len(), n)?;
+    let n = w.evaluations();
+    if w.record.is_none() {
+        shape("b evaluations", w.b.len(), n)?;
+    }
     let m = 1usize << Domain::log_size_for(n)?;
     shape("h query points (domain size − 1)", m - 1, srs.h.len())?;
     shape("public inputs (with ONE)", w.input.len(), srs.vk.ic.len())?;

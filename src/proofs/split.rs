@@ -597,7 +597,7 @@ mod tests {
     use std::sync::OnceLock;
 
     use super::super::{prepare_any, ProofKind};
-    use crate::groth16::{CpuBackend, ProvingBackend};
+    use crate::groth16::{CpuBackend, Fill, ProvingBackend};
     use crate::srs::{load, PointCheck};
     use crate::tools::reference::verify_with_api;
     use crate::tools::testdata::Manifest;
@@ -617,8 +617,8 @@ mod tests {
 
     /// For every partition of `kind`, the parallel witness equals the sequential one field by
     /// field (whether the items' shapes were counted or remembered, and with A and B filled from
-    /// the circuit's precompiled record), and the proof made from it verifies with
-    /// filecoin-proofs-api.
+    /// the circuit's precompiled record, at once or deferred to the proving stage), and the proof
+    /// made from the deferred witness verifies with filecoin-proofs-api.
     fn parallel_witness_is_sequential_and_proves(kind: ProofKind) {
         let (dir, manifest) = sector();
         let statement = prepare_any(&manifest.request(kind).unwrap()).unwrap();
@@ -635,7 +635,16 @@ mod tests {
             drop(parallel);
             let parallel = crate::groth16::precompiled(record.clone(), || statement.synthesize(partition)).unwrap();
             assert_eq!(parallel.first_difference(&sequential), None, "{kind} partition {partition}, precompiled");
-            let (p, _) = CpuBackend::new().prove(parallel, &srs, &|_| {}).unwrap();
+            drop(parallel);
+            // A and B left to the proving stage, which fills them (the CPU backend on the host)
+            let deferred = crate::groth16::precompiled_as(record.clone(), Fill::Deferred, || statement.synthesize(partition)).unwrap();
+            assert!(deferred.a.is_empty() && deferred.b.is_empty() && deferred.record.is_some(), "{kind}: a and b deferred");
+            assert_eq!(deferred.evaluations(), sequential.a.len(), "{kind} partition {partition}");
+            let mut filled = deferred.clone();
+            filled.fill_deferred();
+            assert_eq!(filled.first_difference(&sequential), None, "{kind} partition {partition}, deferred then filled");
+            drop(filled);
+            let (p, _) = CpuBackend::new().prove(deferred, &srs, &|_| {}).unwrap();
             p.write(&mut proof).unwrap();
         }
         assert!(verify_with_api(manifest, kind, &proof).unwrap(), "{kind}: filecoin-proofs-api rejected the proof");

@@ -72,6 +72,10 @@ struct FakeBackend {
     announced: Arc<Mutex<Vec<Option<usize>>>>,
     /// Whether it claims to hold every circuit's bases already.
     holds: bool,
+    /// Whether it claims to make a deferred witness's a and b itself.
+    fills: bool,
+    /// For each proof, whether its witness came with a and b left to the device.
+    deferred: Arc<Mutex<Vec<bool>>>,
 }
 
 impl FakeBackend {
@@ -85,6 +89,8 @@ impl FakeBackend {
             release_bytes: 0,
             announced: Arc::new(Mutex::new(vec![])),
             holds,
+            fills: false,
+            deferred: Arc::new(Mutex::new(vec![])),
         }
     }
 }
@@ -99,8 +105,12 @@ impl ProvingBackend for FakeBackend {
     fn holds(&self, _circuit: &CircuitId) -> bool {
         self.holds
     }
+    fn fills_from_record(&self, _srs: &Srs, _record: &Precompiled) -> bool {
+        self.fills
+    }
     fn prove(&self, w: Witness, _srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        self.deferred.lock().unwrap().push(w.record.is_some() && w.a.is_empty() && w.b.is_empty());
         // The fake witness carries its kind in the input length (set by KindTagged below).
         let kind = self.kinds.lock().unwrap().get(&w.input.len()).copied().unwrap_or(ProofKind::PorepC2);
         self.order.lock().unwrap().push(kind);
@@ -521,4 +531,69 @@ fn placement_prefers_the_device_that_holds_the_circuit() {
     assert!(cold.calls.load(Ordering::SeqCst) > 0, "a queue deeper than an upload's cost spills over");
     assert!(warm.calls.load(Ordering::SeqCst) > cold.calls.load(Ordering::SeqCst));
     engine.shutdown();
+}
+
+/// x_{i+1} = x_i · x_i, a real circuit small enough to record and synthesize in a test.
+struct Squares(u64);
+
+impl bellperson::Circuit<Fr> for Squares {
+    fn synthesize<CS: bellperson::ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), bellperson::SynthesisError> {
+        let mut v = Fr::from(self.0);
+        let mut x = cs.alloc(|| "x", || Ok(v))?;
+        for _ in 0..100 {
+            let next = v * v;
+            let y = cs.alloc(|| "y", || Ok(next))?;
+            cs.enforce(|| "square", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+            (x, v) = (y, next);
+        }
+        Ok(())
+    }
+}
+
+/// A statement over [`Squares`], so that the engine records it and synthesizes under the record.
+struct Recordable;
+
+impl Statement for Recordable {
+    fn kind(&self) -> ProofKind {
+        ProofKind::PorepC2
+    }
+    fn circuit(&self) -> CircuitId {
+        CircuitId("fake".into())
+    }
+    fn partitions(&self) -> usize {
+        3
+    }
+    fn witness_bytes(&self) -> Bytes {
+        Bytes(64 << 10)
+    }
+    fn synthesize(&self, p: usize) -> Result<Witness, SnarkError> {
+        snarkd::groth16::synthesize(Squares(p as u64 + 2)).map_err(|e| SnarkError::internal(e.to_string()))
+    }
+    fn public_inputs(&self, _partition: usize) -> Result<Vec<Fr>, SnarkError> {
+        Ok(vec![])
+    }
+    fn record(&self) -> Result<Precompiled, SnarkError> {
+        Precompiled::record(Squares(0)).map_err(|e| SnarkError::internal(e.to_string()))
+    }
+}
+
+#[test]
+fn a_device_that_makes_a_and_b_from_the_record_gets_witnesses_without_them() {
+    for fills in [false, true] {
+        let backend = Arc::new(FakeBackend { fills, ..FakeBackend::porep(Duration::ZERO, false) });
+        let engine = Engine::start(
+            EngineSettings::from_config(&snarkd::config::Config::default()),
+            Sizing::derive(snarkd::engine::WitnessBudget::fixed(Bytes(1 << 30), "test"), 2),
+            vec![backend.clone()],
+            Arc::new(FakeSrs::new()),
+            Arc::new(|_, _, _| Ok(true)),
+        );
+        let record = engine.precompile(Arc::new(Recordable)).expect("recorded");
+        assert_eq!(record.constraints(), 100);
+        let job = engine.submit(Box::new(Recordable), SubmitOptions::default()).unwrap();
+        assert_eq!(wait_done(&engine, &job.job_id, Duration::from_secs(10)).state, JobState::Done);
+        assert_eq!(*backend.deferred.lock().unwrap(), vec![fills; 3], "deferred only to a device that fills");
+        assert_eq!(engine.status().budget.reserved.get(), 0, "every reservation returned");
+        engine.shutdown();
+    }
 }

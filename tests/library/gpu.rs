@@ -10,7 +10,8 @@ use ff::Field;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use snarkd::gpu::{self, Distribution, Gpu, GpuBackend, GpuError};
-use snarkd::groth16::{Density, ProvingBackend, Witness};
+use snarkd::groth16::{precompiled_as, synthesize, Density, Fill, Precompiled, ProvingBackend, Witness};
+use std::sync::Arc;
 use snarkd::srs::{CircuitId, Srs};
 
 fn gpu_enabled() -> bool {
@@ -218,6 +219,21 @@ fn gpu_backend_proof_verifies() {
     let public = other.input[1..].to_vec();
     let (proof, _) = backend.prove(other, &srs, &|_| {}).expect("prove after an unused prefetch");
     assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "proof after a stale prefetch does not verify");
+
+    // a and b left to the device, which makes them from the circuit's record: alone, announced
+    // after a whole witness, and followed by one
+    let precompiled = Arc::new(Precompiled::record(Chain { x0: Fr::ZERO, steps }).unwrap());
+    assert!(backend.fills_from_record(&srs, &precompiled), "a 2^11 circuit fits the device");
+    let deferred = |x0: u64| precompiled_as(precompiled.clone(), Fill::Deferred, || synthesize(Chain { x0: Fr::from(x0), steps })).unwrap();
+    let mut queue = vec![deferred(19), record(Chain { x0: Fr::from(21u64), steps }), deferred(23), deferred(25)].into_iter();
+    let mut cur = queue.next();
+    while let Some(w) = cur {
+        let next = queue.next();
+        let (public, was_deferred) = (w.input[1..].to_vec(), w.record.is_some());
+        let (proof, _) = backend.prove_then(w, &srs, &|_| {}, next.as_ref()).expect("prove");
+        assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "proof (a and b deferred: {was_deferred}) does not verify");
+        cur = next;
+    }
 }
 
 #[test]
