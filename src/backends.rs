@@ -15,11 +15,14 @@ pub fn for_config(config: &Config) -> (Vec<Arc<dyn ProvingBackend>>, Vec<String>
     match &config.gpu.devices {
         GpuDevices::None => notes.push("gpu.devices = none: not using GPUs".into()),
         _ if !crate::gpu::BUILT_IN => notes.push("CUDA kernels are not built in: proving on the cpu".into()),
-        devices => match crate::gpu::Gpu::enumerate(devices.ordinals()) {
+        devices => match crate::gpu::Gpu::enumerate(devices.ordinals(), config.gpu.memory_limit.map(|b| b.0)) {
             Ok(found) if found.is_empty() => notes.push("no GPU found: proving on the cpu".into()),
             Ok(found) => {
                 for dev in found {
-                    notes.push(format!("proving on {}", dev.label()));
+                    match config.gpu.memory_limit {
+                        Some(limit) => notes.push(format!("proving on {}, using at most {limit} of its memory (gpu.memory_limit)", dev.label())),
+                        None => notes.push(format!("proving on {}", dev.label())),
+                    }
                     backends.push(Arc::new(crate::gpu::GpuBackend::new(dev)));
                 }
             }

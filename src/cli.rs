@@ -381,6 +381,10 @@ pub enum BenchCommand {
         /// Prove on the CPU backend instead of the GPUs
         #[arg(long)]
         cpu: bool,
+        /// Use each GPU as a card of this size (gpu.memory_limit), e.g. 40GiB: bases that do not
+        /// fit beside a partition are streamed from host memory
+        #[arg(long, value_parser = sector_size_arg)]
+        gpu_memory_limit: Option<u64>,
         /// Skip the WinningPoSt submitted during the sustained run
         #[arg(long)]
         no_winning: bool,

@@ -163,6 +163,8 @@ pub struct MemoryConfig {
 pub struct GpuConfig {
     /// "all", "none", or a list of device ordinals such as [0, 1].
     pub devices: GpuDevices,
+    /// The most device memory snarkd's buffers take on each GPU; unset uses what the card has.
+    pub memory_limit: Option<Bytes>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,7 +282,7 @@ impl Default for MemoryConfig {
 
 impl Default for GpuConfig {
     fn default() -> Self {
-        GpuConfig { devices: GpuDevices::All }
+        GpuConfig { devices: GpuDevices::All, memory_limit: None }
     }
 }
 

@@ -132,7 +132,7 @@ async fn run(cli: SnarkctlCli) -> anyhow::Result<()> {
             }
             let reports = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
                 let mut out = vec![];
-                for dev in snarkd::gpu::Gpu::enumerate(devices.ordinals())? {
+                for dev in snarkd::gpu::Gpu::enumerate(devices.ordinals(), None)? {
                     out.push(snarkd::gpu::selftest(&dev, None)?);
                 }
                 Ok(out)
@@ -233,7 +233,10 @@ async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
             });
             Ok(())
         }
-        BenchCommand::Pipeline { shape, proofs, memory_limit, cpu, no_winning, no_precompile, inputs, params } => {
+        BenchCommand::Pipeline { shape, proofs, memory_limit, cpu, gpu_memory_limit, no_winning, no_precompile, inputs, params } => {
+            // the engine's warnings (retries, out-of-memory) and the GPU's placement notes on stderr
+            let filter = tracing_subscriber::EnvFilter::try_from_env("SNARKD_LOG").unwrap_or_else(|_| "warn,snarkd::gpu=info".into());
+            let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
             let started = std::time::Instant::now();
             let progress = move |line: &str| eprintln!("[{:>7.1}s] {line}", started.elapsed().as_secs_f64());
             let report = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
@@ -250,6 +253,7 @@ async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
                     memory_limit: snarkd::units::Bytes(memory_limit),
                     gpu: !cpu,
                     precompile: !no_precompile,
+                    gpu_memory_limit: gpu_memory_limit.map(snarkd::units::Bytes),
                 };
                 snarkd::tools::pipeline::run(&main, winning.as_ref(), &opts, &progress)
             })
@@ -352,7 +356,7 @@ async fn gpu_bench(
     f: impl FnOnce(&snarkd::gpu::GpuDevice) -> anyhow::Result<Vec<snarkd::gpu::BenchReport>> + Send + 'static,
 ) -> anyhow::Result<()> {
     let reports = tokio::task::spawn_blocking(move || {
-        let dev = snarkd::gpu::Gpu::enumerate(Some(&[0]))?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no GPU found"))?;
+        let dev = snarkd::gpu::Gpu::enumerate(Some(&[0]), None)?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no GPU found"))?;
         f(&dev)
     })
     .await??;

@@ -18,7 +18,7 @@ use ff::Field;
 use rand_core::OsRng;
 
 use super::device::{GpuDevice, GpuError};
-use super::msm::{DeviceBases, G1, G2};
+use super::msm::{Bases, DeviceBases, G1, G2, STREAM_SPARE};
 use super::partition::{self, Ab, PartitionBases, PartitionInput, PartitionOutput, Prefetched, Selection};
 use super::record::DeviceRecord;
 use super::types::AsDevice;
@@ -27,15 +27,16 @@ use crate::groth16::{BackendError, Density, DeviceMemory, Precompiled, Proof, Pr
 use crate::srs::{CircuitId, Srs};
 use crate::units::Bytes;
 
-/// The SRS bases of one circuit on the device.
+/// The SRS bases of one circuit on the device; a query that is `None` did not fit beside a
+/// partition's work and is streamed from the host's copy by each MSM ([`Bases::Host`]).
 struct Resident {
     id: CircuitId,
     loaded_at: SystemTime,
-    h: DeviceBases<G1>,
-    l: DeviceBases<G1>,
-    a: DeviceBases<G1>,
-    b_g1: DeviceBases<G1>,
-    b_g2: DeviceBases<G2>,
+    h: Option<DeviceBases<G1>>,
+    l: Option<DeviceBases<G1>>,
+    a: Option<DeviceBases<G1>>,
+    b_g1: Option<DeviceBases<G1>>,
+    b_g2: Option<DeviceBases<G2>>,
     /// The circuit's precompiled record, once a witness deferred to it has come.
     record: Option<DeviceRecord>,
 }
@@ -43,7 +44,32 @@ struct Resident {
 impl Resident {
     fn bytes(&self) -> u64 {
         let record = self.record.as_ref().map_or(0, DeviceRecord::bytes);
-        self.h.bytes() + self.l.bytes() + self.a.bytes() + self.b_g1.bytes() + self.b_g2.bytes() + record
+        let g1 = [&self.h, &self.l, &self.a, &self.b_g1].iter().map(|b| b.as_ref().map_or(0, DeviceBases::bytes)).sum::<u64>();
+        g1 + self.b_g2.as_ref().map_or(0, DeviceBases::bytes) + record
+    }
+
+    /// The queries streamed from host memory, for logs.
+    fn streamed(&self) -> Vec<&'static str> {
+        let g1 = [("h", &self.h), ("l", &self.l), ("a", &self.a), ("b_g1", &self.b_g1)];
+        let mut out: Vec<&str> = g1.iter().filter(|(_, b)| b.is_none()).map(|(n, _)| *n).collect();
+        if self.b_g2.is_none() {
+            out.push("b_g2");
+        }
+        out
+    }
+
+    /// The five queries for one proof, each resident or streamed from `srs`.
+    fn bases<'a>(&'a self, srs: &'a Srs) -> PartitionBases<'a> {
+        fn pick<'a, C: super::msm::Curve>(dev: &'a Option<DeviceBases<C>>, host: &'a [C::Affine]) -> Bases<'a, C> {
+            dev.as_ref().map_or(Bases::Host(host), Bases::Device)
+        }
+        PartitionBases {
+            h: pick(&self.h, &srs.h),
+            l: pick(&self.l, &srs.l),
+            a: pick(&self.a, &srs.a),
+            b_g1: pick(&self.b_g1, &srs.b_g1),
+            b_g2: Some(pick(&self.b_g2, &srs.b_g2)),
+        }
     }
 }
 
@@ -99,16 +125,32 @@ impl GpuBackend {
         BackendError::Device { device: self.dev.label(), call, reason }
     }
 
-    fn upload_srs(&self, srs: &Srs) -> Result<Resident, GpuError> {
+    /// Uploads `srs`'s queries that fit in `room` bytes (as many bytes of them as fit: the
+    /// fewest bytes are then streamed per proof); the rest stay on the host and are streamed.
+    fn upload_srs(&self, srs: &Srs, room: u64) -> Result<Resident, GpuError> {
         let dev = &self.dev;
+        let sizes = query_bytes(srs);
+        let keep = if sizes.iter().sum::<u64>() <= room {
+            [true; 5]
+        } else {
+            // five queries: the subset with the most bytes that fits, tried exhaustively
+            let best = (0u32..32)
+                .filter(|set| (0..5).filter(|i| set & (1 << i) != 0).map(|i| sizes[i]).sum::<u64>() <= room)
+                .max_by_key(|set| (0..5).filter(|i| set & (1 << i) != 0).map(|i| sizes[i]).sum::<u64>())
+                .unwrap_or(0);
+            std::array::from_fn(|i| best & (1 << i) != 0)
+        };
+        fn up<C: super::msm::Curve>(dev: &GpuDevice, keep: bool, host: &[C::Affine]) -> Result<Option<DeviceBases<C>>, GpuError> {
+            keep.then(|| DeviceBases::upload(dev, host)).transpose()
+        }
         Ok(Resident {
             id: srs.id.clone(),
             loaded_at: srs.loaded_at,
-            h: DeviceBases::upload(dev, &srs.h)?,
-            l: DeviceBases::upload(dev, &srs.l)?,
-            a: DeviceBases::upload(dev, &srs.a)?,
-            b_g1: DeviceBases::upload(dev, &srs.b_g1)?,
-            b_g2: DeviceBases::upload(dev, &srs.b_g2)?,
+            h: up(dev, keep[0], &srs.h)?,
+            l: up(dev, keep[1], &srs.l)?,
+            a: up(dev, keep[2], &srs.a)?,
+            b_g1: up(dev, keep[3], &srs.b_g1)?,
+            b_g2: up(dev, keep[4], &srs.b_g2)?,
             record: None,
         })
     }
@@ -129,13 +171,32 @@ impl GpuBackend {
                 let gone = slots.remove(0);
                 tracing::info!(device = %self.dev.label(), circuit = %gone.id, freed = %Bytes(gone.bytes()), "evicting resident bases to make room for {}", srs.id);
             }
-            let up = match self.upload_srs(srs) {
+            // What the device can give the bases beside the partition: all of them when they
+            // fit, else the rest is streamed through a chunk buffer of its own.
+            let beside = record_bytes + working_bytes(w.evaluations(), w.input.len() + w.aux.len());
+            let room = |free: u64| {
+                let room = free.saturating_sub(beside);
+                if room >= srs_device_bytes(srs) + FIT_MARGIN { room } else { room.saturating_sub(STREAM_SPARE) }
+            };
+            let up = match self.upload_srs(srs, room(self.dev.mem_info()?.0)) {
                 Err(GpuError::OutOfMemory { .. }) if !slots.is_empty() => {
                     slots.clear();
-                    self.upload_srs(srs)
+                    self.upload_srs(srs, room(self.dev.mem_info()?.0))
                 }
                 r => r,
             }?;
+            let streamed = up.streamed();
+            if !streamed.is_empty() {
+                tracing::info!(
+                    device = %self.dev.label(),
+                    circuit = %srs.id,
+                    "bases of {}: {} resident; {} streamed from host memory by each proof (they do not fit beside a partition's {})",
+                    srs.id,
+                    Bytes(up.bytes()),
+                    streamed.join(", "),
+                    Bytes(beside)
+                );
+            }
             slots.push(up);
         }
         if let Some(record) = &w.record {
@@ -171,7 +232,7 @@ impl GpuBackend {
         let a_select = Selection { inputs: Cow::Borrowed(&w.input), aux: &w.a_aux_density };
         let b_inputs = kept_inputs(&w.input, Some(&w.b_input_density)).copied().collect();
         let b_select = Selection { inputs: Cow::Owned(b_inputs), aux: &w.b_aux_density };
-        let bases = PartitionBases { h: &res.h, l: &res.l, a: &res.a, b_g1: &res.b_g1, b_g2: Some(&res.b_g2) };
+        let bases = res.bases(srs);
         let ab = match (&w.record, &res.record) {
             (Some(_), Some(record)) => Ab::Record(record),
             (Some(_), None) => return Err(self.dev.err("record", "the witness's record is not on the device")),
@@ -234,6 +295,11 @@ impl ProvingBackend for GpuBackend {
         self.resident_ids.lock().unwrap_or_else(|p| p.into_inner()).contains(circuit)
     }
 
+    fn streamed(&self, circuit: &CircuitId) -> Vec<&'static str> {
+        let slots = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        slots.iter().find(|r| &r.id == circuit).map_or_else(Vec::new, Resident::streamed)
+    }
+
     /// Whether the bases, the record and one partition's working memory fit the device at once.
     fn fills_from_record(&self, srs: &Srs, record: &Precompiled) -> bool {
         let Ok((_, total)) = self.dev.mem_info() else { return false };
@@ -263,12 +329,20 @@ impl ProvingBackend for GpuBackend {
     }
 }
 
-/// Device bytes of `srs`'s five queries.
-fn srs_device_bytes(srs: &Srs) -> u64 {
+/// Device bytes of `srs`'s five queries: h, l, a, b_g1, b_g2.
+fn query_bytes(srs: &Srs) -> [u64; 5] {
     let g1 = std::mem::size_of::<<G1 as super::msm::Curve>::DevAffine>() as u64;
     let g2 = std::mem::size_of::<<G2 as super::msm::Curve>::DevAffine>() as u64;
-    (srs.h.len() + srs.l.len() + srs.a.len() + srs.b_g1.len()) as u64 * g1 + srs.b_g2.len() as u64 * g2
+    [srs.h.len() as u64 * g1, srs.l.len() as u64 * g1, srs.a.len() as u64 * g1, srs.b_g1.len() as u64 * g1, srs.b_g2.len() as u64 * g2]
 }
+
+fn srs_device_bytes(srs: &Srs) -> u64 {
+    query_bytes(srs).iter().sum()
+}
+
+/// Room the bases must leave beyond [`working_bytes`] to be resident all together: a 32 GiB
+/// WindowPoSt whose bases fit with 0.4 GB to spare ran out of memory in its first partition.
+const FIT_MARGIN: u64 = 2 << 30;
 
 /// What one partition's device work needs besides the bases, with room to spare: a, b, c on the
 /// domain and a spare transform buffer, the uploaded scalars, and the MSMs' buckets.

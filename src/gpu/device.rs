@@ -94,7 +94,8 @@ impl Gpu {
 
     /// Opens the selected devices: every device for `None`, else the listed ordinals (parsed once,
     /// from `gpu.devices` or `--devices`, by [`crate::config::GpuDevices`]).
-    pub fn enumerate(ordinals: Option<&[u32]>) -> Result<Vec<GpuDevice>, GpuError> {
+    /// `limit` caps the device memory each one reports to its users ([`GpuDevice::mem_info`]).
+    pub fn enumerate(ordinals: Option<&[u32]>, limit: Option<u64>) -> Result<Vec<GpuDevice>, GpuError> {
         let count = Self::device_count()?;
         let ordinals: Vec<usize> = match ordinals {
             None => (0..count).collect(),
@@ -106,7 +107,7 @@ impl Gpu {
                 if device >= count {
                     Err(GpuError::NoSuchDevice { device, count })
                 } else {
-                    GpuDevice::open(device)
+                    GpuDevice::open(device, limit)
                 }
             })
             .collect()
@@ -165,6 +166,8 @@ pub struct GpuDevice {
     pub(crate) k: Kernels,
     /// Bytes of L2 cache (the MSM's scatter sizes its window groups to it).
     pub(crate) l2_bytes: u64,
+    /// `gpu.memory_limit`: the most bytes this process's buffers may take on the device.
+    limit: Option<u64>,
     /// Pinned buffers for [`GpuDevice::upload_scalars`], made on first use.
     staging: Mutex<Option<[Staging; 2]>>,
     /// The last proof's NTT domain ([`Domain::cached`]).
@@ -172,7 +175,7 @@ pub struct GpuDevice {
 }
 
 impl GpuDevice {
-    fn open(ordinal: usize) -> Result<GpuDevice, GpuError> {
+    fn open(ordinal: usize, limit: Option<u64>) -> Result<GpuDevice, GpuError> {
         let err = |call: &'static str| move |e: cudarc::driver::DriverError| GpuError::Driver {
             device: ordinal,
             call,
@@ -236,7 +239,7 @@ impl GpuDevice {
             g1: curve("g1")?,
             g2: curve("g2")?,
         };
-        Ok(GpuDevice { ordinal, name, ctx, pool, stream, copy, prefetch, _module: module, k, l2_bytes, staging: Mutex::new(None), domain: Mutex::new(None) })
+        Ok(GpuDevice { ordinal, name, ctx, pool, stream, copy, prefetch, _module: module, k, l2_bytes, limit, staging: Mutex::new(None), domain: Mutex::new(None) })
     }
 
     pub fn ordinal(&self) -> usize {
@@ -253,11 +256,19 @@ impl GpuDevice {
     }
 
     /// (free, total) device memory in bytes; free includes what the memory pool holds for no
-    /// buffer (it serves the next allocations).
+    /// buffer (it serves the next allocations). Under `gpu.memory_limit` both are capped: total
+    /// at the limit, free at the limit less what this process's buffers take.
     pub fn mem_info(&self) -> Result<(u64, u64), GpuError> {
         let (free, total) = self.ctx.mem_get_info().map_err(|e| self.err("cuMemGetInfo", e))?;
-        let idle = self.pool.idle().map_err(|e| self.err("cuMemPoolGetAttribute", e))?;
-        Ok((free as u64 + idle, total as u64))
+        let pool_err = |e| self.err("cuMemPoolGetAttribute", e);
+        let free = free as u64 + self.pool.idle().map_err(pool_err)?;
+        match self.limit {
+            None => Ok((free, total as u64)),
+            Some(limit) => {
+                let used = self.pool.used().map_err(pool_err)?;
+                Ok((free.min(limit.saturating_sub(used)), (total as u64).min(limit)))
+            }
+        }
     }
 
     /// `alloc()` of `bytes`, and once more after the memory pool gave its idle memory back to the
@@ -375,6 +386,26 @@ impl GpuDevice {
         let bufs = lens.iter().map(|&n| self.alloc::<DevFr>(n)).collect::<Result<Vec<_>, _>>()?;
         uploader.join(&self.stream).map_err(|e| self.err("cuStreamWaitEvent", e))?;
         Ok(bufs)
+    }
+
+    /// Makes the copy stream wait for everything the compute stream holds now, so that a
+    /// buffer allocated there, or read by kernels queued there, may be written by
+    /// [`GpuDevice::stage_async`].
+    pub(crate) fn copy_after_compute(&self) -> Result<(), GpuError> {
+        self.copy.join(&self.stream).map_err(|e| self.err("cuStreamWaitEvent", e))
+    }
+
+    /// Starts copying `host` into `dst` on the copy stream through the pinned staging buffers
+    /// (see [`GpuDevice::copy_after_compute`]). Returns once the host side is done, with the
+    /// event the compute stream waits on ([`GpuDevice::wait_for`]) before it reads `dst`.
+    pub(crate) fn stage_async(&self, host: &[DevFr], dst: &mut CudaViewMut<'_, DevFr>) -> Result<CudaEvent, GpuError> {
+        self.copy_through_pinned(&self.copy, host, dst)?;
+        self.copy.record_event(None).map_err(|e| self.err("cuEventRecord", e))
+    }
+
+    /// Makes the compute stream wait for `event` (from [`GpuDevice::stage_async`]).
+    pub(crate) fn wait_for(&self, event: &CudaEvent) -> Result<(), GpuError> {
+        self.stream.wait(event).map_err(|e| self.err("cuStreamWaitEvent", e))
     }
 
     /// Buffers for [`GpuDevice::prefetch_async`], allocated on the compute stream and written
@@ -535,8 +566,12 @@ impl Pool {
     /// Bytes the pool holds that no buffer uses.
     fn idle(&self) -> Result<u64, DriverError> {
         let reserved = self.attribute(CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?;
-        let used = self.attribute(CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
-        Ok(reserved.saturating_sub(used))
+        Ok(reserved.saturating_sub(self.used()?))
+    }
+
+    /// Bytes the pool's live buffers take.
+    fn used(&self) -> Result<u64, DriverError> {
+        self.attribute(CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
     }
 
     /// Gives the idle memory back to the device.

@@ -67,7 +67,7 @@ impl Trace {
 }
 
 /// A curve group the MSM kernels are instantiated for.
-pub trait Curve: 'static {
+pub trait Curve: Send + Sync + 'static {
     type Affine: AsDevice<Dev = Self::DevAffine> + Sync;
     type DevAffine: DeviceRepr + Copy;
     type DevXyzz: DeviceRepr + ValidAsZeroBits + Default + Clone;
@@ -166,6 +166,112 @@ impl<C: Curve> DeviceBases<C> {
     pub fn bytes(&self) -> u64 {
         (self.len * std::mem::size_of::<C::DevAffine>()) as u64
     }
+}
+
+/// A query's bases: resident on the device, or in host memory and streamed up a chunk at a time
+/// by each MSM, for a card whose memory cannot hold every query beside a partition's work.
+pub(crate) enum Bases<'a, C: Curve> {
+    Device(&'a DeviceBases<C>),
+    Host(&'a [C::Affine]),
+}
+
+impl<C: Curve> Bases<'_, C> {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Bases::Device(b) => b.len(),
+            Bases::Host(b) => b.len(),
+        }
+    }
+}
+
+/// Bytes of bases a streamed MSM uploads at a time, into each of its two chunk buffers
+/// (2^24 G1 points, 2^23 G2 points).
+pub(crate) const STREAM_CHUNK_BYTES: u64 = 3 << 29;
+
+/// What a streamed MSM takes on the device besides its scalars: two chunk buffers of bases and
+/// one of scalars (for G1, the larger count of points).
+pub(crate) const STREAM_SPARE: u64 = 2 * STREAM_CHUNK_BYTES + (STREAM_CHUNK_BYTES / 96) * 32;
+
+/// Points of curve `C` in one chunk buffer.
+fn stream_chunk<C: Curve>() -> usize {
+    (STREAM_CHUNK_BYTES / std::mem::size_of::<C::DevAffine>() as u64) as usize
+}
+
+/// [`msm_device`] over either kind of [`Bases`].
+pub(crate) fn msm_bases<C: Curve>(dev: &GpuDevice, bases: &Bases<'_, C>, s: &mut CudaSlice<DevFr>, n: usize) -> Result<C::Projective, GpuError> {
+    match bases {
+        Bases::Device(b) => msm_device(dev, b, s, n),
+        Bases::Host(b) => msm_streamed::<C>(dev, b, s, n, stream_chunk::<C>()),
+    }
+}
+
+/// Σ s[i] · host[i] over the first `n` device scalars, the bases going up `chunk` at a time into
+/// two device buffers in turn: a thread stages the next chunk through the pinned buffers on the
+/// copy stream while this one runs the MSM of the last, taken over a copy of its scalars (`s`
+/// is left as it is).
+pub(crate) fn msm_streamed<C: Curve>(
+    dev: &GpuDevice,
+    host: &[C::Affine],
+    s: &mut CudaSlice<DevFr>,
+    n: usize,
+    chunk: usize,
+) -> Result<C::Projective, GpuError> {
+    if n > host.len() || n > s.len() {
+        return Err(dev.err("msm", format!("{n} scalars of {} for {} {} bases", s.len(), host.len(), C::NAME)));
+    }
+    let mut total = C::Projective::identity();
+    if n == 0 {
+        return Ok(total);
+    }
+    let chunk = chunk.clamp(1, n);
+    let point = std::mem::size_of::<C::DevAffine>();
+    let words = point / std::mem::size_of::<DevFr>();
+    dev.reserve("streamed msm bases", (2 * chunk * point + chunk * std::mem::size_of::<DevFr>()) as u64)?;
+    let buffers = (0..2.min(n.div_ceil(chunk)))
+        .map(|_| Ok(DeviceBases::<C> { buf: dev.alloc::<C::DevAffine>(chunk)?, len: chunk, _curve: PhantomData }))
+        .collect::<Result<Vec<_>, GpuError>>()?;
+    let mut part = dev.alloc::<DevFr>(chunk)?;
+    // A chunk's bases as the scalar-sized words the pinned staging copies.
+    let stage = |at: usize, mut b: DeviceBases<C>| -> Result<(DeviceBases<C>, cudarc::driver::CudaEvent, usize, usize), GpuError> {
+        let len = chunk.min(n - at);
+        let src = C::Affine::as_device(&host[at..at + len]);
+        // SAFETY: DevAffine is repr(C) u32 limbs, a whole number of DevFr (also u32 limbs) long.
+        let src: &[DevFr] = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const DevFr, len * words) };
+        // SAFETY: as above, for the device buffer of at least `len` points.
+        let mut dst = unsafe { b.buf.transmute_mut::<DevFr>(len * words) }.ok_or_else(|| dev.err("msm", "chunk buffer too small"))?;
+        let done = dev.stage_async(src, &mut dst)?;
+        b.len = len;
+        Ok((b, done, at, len))
+    };
+    std::thread::scope(|sc| -> Result<(), GpuError> {
+        let mut idle = buffers;
+        let mut next_at = 0;
+        // called between MSMs: the copy stream then waits only for work that read the buffer
+        let start = |idle: &mut Vec<DeviceBases<C>>, next_at: &mut usize| -> Result<_, GpuError> {
+            let Some(b) = idle.pop() else { return Ok(None) };
+            dev.copy_after_compute()?;
+            let at = *next_at;
+            *next_at += chunk;
+            Ok(Some(sc.spawn(move || stage(at, b))))
+        };
+        let mut pending = start(&mut idle, &mut next_at)?;
+        while let Some(handle) = pending.take() {
+            let (b, done, at, len) = handle.join().map_err(|_| dev.err("msm", "the staging thread panicked"))??;
+            dev.wait_for(&done)?;
+            // the other buffer's MSM has returned, so its next chunk may go up now
+            if next_at < n {
+                pending = start(&mut idle, &mut next_at)?;
+            }
+            dev.stream().memcpy_dtod(&s.slice(at..at + len), &mut part.slice_mut(..len)).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
+            total += msm_scalars(dev, &b, &mut part, len, None)?;
+            idle.push(b);
+            if pending.is_none() && next_at < n {
+                pending = start(&mut idle, &mut next_at)?;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(total)
 }
 
 /// The window width for `n` scalars on the windowed path: the one with the least work (n·W bucket

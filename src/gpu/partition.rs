@@ -18,19 +18,20 @@ use blstrs::{G1Projective, G2Projective, Scalar as Fr};
 use cudarc::driver::{CudaEvent, CudaSlice};
 
 use super::device::{blocks, GpuDevice, GpuError, Upload};
-use super::msm::{msm_device, DeviceBases, G1, G2};
+use super::msm::{msm_bases, Bases, G1, G2};
 use super::ntt::{Domain, Values};
 use super::record::DeviceRecord;
 use super::types::{AsDevice, DevFr};
 use crate::groth16::Density;
 
-/// The resident bases of one proof's MSMs. `b_g2` is `None` when B_G2 runs elsewhere.
+/// The bases of one proof's MSMs, each resident or streamed from host memory. `b_g2` is `None`
+/// when B_G2 runs elsewhere.
 pub(crate) struct PartitionBases<'a> {
-    pub h: &'a DeviceBases<G1>,
-    pub l: &'a DeviceBases<G1>,
-    pub a: &'a DeviceBases<G1>,
-    pub b_g1: &'a DeviceBases<G1>,
-    pub b_g2: Option<&'a DeviceBases<G2>>,
+    pub h: Bases<'a, G1>,
+    pub l: Bases<'a, G1>,
+    pub a: Bases<'a, G1>,
+    pub b_g1: Bases<'a, G1>,
+    pub b_g2: Option<Bases<'a, G2>>,
 }
 
 /// Which values of the assignment one query's MSM takes, in order: the inputs it keeps (a
@@ -214,7 +215,7 @@ pub(crate) fn run(
                 _ => dev.err("upload", "the upload thread stopped early"),
             })
         };
-        let g_h = msm_device(dev, bases.h, &mut h, m - 1)?;
+        let g_h = msm_bases(dev, &bases.h, &mut h, m - 1)?;
         tl.note("H msm returned");
         drop(h);
         marks.push(dev.mark()?);
@@ -225,22 +226,22 @@ pub(crate) fn run(
         // picked before L's MSM converts the aux values in place
         let mut a = a_query.select(dev, &l)?;
         let mut b1 = b_query.select(dev, &l)?;
-        let g_l = msm_device(dev, bases.l, &mut l, n_aux)?;
+        let g_l = msm_bases(dev, &bases.l, &mut l, n_aux)?;
         tl.note("L msm returned");
         drop(l);
         marks.push(dev.mark()?);
-        let g_a = msm_device(dev, bases.a, &mut a, n_a)?;
+        let g_a = msm_bases(dev, &bases.a, &mut a, n_a)?;
         tl.note("A msm returned");
         drop(a);
         marks.push(dev.mark()?);
         // each MSM converts its scalars in place: B_G2 gets a copy
-        let b2 = bases.b_g2.map(|_| dev.copy_of(&b1)).transpose()?;
-        let g_b1 = msm_device(dev, bases.b_g1, &mut b1, n_b)?;
+        let b2 = bases.b_g2.as_ref().map(|_| dev.copy_of(&b1)).transpose()?;
+        let g_b1 = msm_bases(dev, &bases.b_g1, &mut b1, n_b)?;
         tl.note("B_G1 msm returned");
         drop(b1);
         marks.push(dev.mark()?);
-        let g_b2 = match (bases.b_g2, b2) {
-            (Some(bases), Some(mut b2)) => Some(msm_device(dev, bases, &mut b2, n_b)?),
+        let g_b2 = match (&bases.b_g2, b2) {
+            (Some(bases), Some(mut b2)) => Some(msm_bases(dev, bases, &mut b2, n_b)?),
             _ => None,
         };
         marks.push(dev.mark()?);

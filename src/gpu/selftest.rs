@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use super::device::{GpuDevice, GpuError};
 use cudarc::driver::CudaSlice;
 
-use super::msm::{msm, msm_at_width, msm_device, window_bits, DeviceBases, G1, G2};
+use super::msm::{msm, msm_at_width, msm_device, msm_streamed, window_bits, Bases, DeviceBases, G1, G2};
 use super::types::{AsDevice, DevFr, DevG1Xyzz};
 use super::ntt::{h_poly, ntt, Domain, NttKind, Values};
 use super::partition::{self, Ab, Selection, PartitionBases, PartitionInput, STEPS};
@@ -256,6 +256,25 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
     let scalars = random_scalars(&mut rng, g2_same.len(), Distribution::Random);
     let bases = DeviceBases::<G2>::upload(dev, &g2_affine(&g2_same))?;
     check("g2 msm P = Q".into(), msm(dev, &bases, &scalars)? == G2Projective::multi_exp(&g2_same, &scalars), String::new());
+    // Bases streamed from host memory a chunk at a time (the tier for cards that cannot hold a
+    // circuit's bases beside a partition), chunks not dividing n, and one chunk for all
+    for (n, chunk) in [(5000usize, 1000usize), (5000, 777), (600, 5000)] {
+        let scalars = random_scalars(&mut rng, n, Distribution::Filecoin);
+        let mut s = dev.upload_scalars_new(Fr::as_device(&scalars))?;
+        let g1 = g1_affine(&g1_points[..n]);
+        let got = msm_streamed::<G1>(dev, &g1, &mut s, n, chunk)?;
+        check(format!("g1 msm streamed n={n} chunk {chunk}"), got == G1Projective::multi_exp(&g1_points[..n], &scalars), String::new());
+        let n2 = n.min(g2_points.len());
+        let got = msm_streamed::<G2>(dev, &g2_affine(&g2_points[..n2]), &mut s, n2, chunk / 3)?;
+        check(format!("g2 msm streamed n={n2} chunk {}", chunk / 3), got == G2Projective::multi_exp(&g2_points[..n2], &scalars[..n2]), String::new());
+    }
+    // Chunks big enough to go through the pinned staging buffers, with a pageable tail
+    let n = (1 << 20) + 3;
+    let tiled: Vec<G1Projective> = g1_points.iter().cycle().take(n).copied().collect();
+    let scalars = random_scalars(&mut rng, n, Distribution::Filecoin);
+    let mut s = dev.upload_scalars_new(Fr::as_device(&scalars))?;
+    let got = msm_streamed::<G1>(dev, &g1_affine(&tiled), &mut s, n, (1 << 19) + 1)?;
+    check(format!("g1 msm streamed n={n} chunk {} (pinned)", (1 << 19) + 1), got == G1Projective::multi_exp(&tiled, &scalars), String::new());
     // Infinity among the bases (blst encodes it as all-zero affine coordinates).
     let mut with_inf = g1_affine(&g1_points[..64]);
     with_inf[7] = G1Affine::default();
@@ -419,7 +438,7 @@ pub fn bench_prove_shape(dev: &GpuDevice, shape: Shape, mix: Distribution) -> Re
     let h_bases = DeviceBases::<G1>::tiled(dev, &g1_points, m - 1)?;
     let g1 = DeviceBases::<G1>::tiled(dev, &g1_points, shape.aux)?;
     let g2 = DeviceBases::<G2>::tiled(dev, &g2_affine(&random_points(&mut rng, BENCH_DISTINCT_BASES)), shape.aux)?;
-    let bases = PartitionBases { h: &h_bases, l: &g1, a: &g1, b_g1: &g1, b_g2: Some(&g2) };
+    let bases = PartitionBases { h: Bases::Device(&h_bases), l: Bases::Device(&g1), a: Bases::Device(&g1), b_g1: Bases::Device(&g1), b_g2: Some(Bases::Device(&g2)) };
     let dense = Density::all(shape.aux);
     let mut rows = Vec::new();
     for pipelined in [false, true] {

@@ -72,6 +72,10 @@ impl ProvingBackend for FaultInjecting {
         self.inner.holds(circuit)
     }
 
+    fn streamed(&self, circuit: &crate::srs::CircuitId) -> Vec<&'static str> {
+        self.inner.streamed(circuit)
+    }
+
     fn fills_from_record(&self, srs: &Srs, record: &crate::groth16::Precompiled) -> bool {
         self.inner.fills_from_record(srs, record)
     }

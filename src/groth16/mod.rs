@@ -228,6 +228,14 @@ pub trait ProvingBackend: Send + Sync {
         false
     }
 
+    /// The queries of `circuit`'s parameters (h, l, a, b_g1, b_g2) that each proof streams from
+    /// host memory because they did not fit on the device beside a partition's work; empty when
+    /// all are resident or the circuit is not loaded here.
+    fn streamed(&self, circuit: &crate::srs::CircuitId) -> Vec<&'static str> {
+        let _ = circuit;
+        vec![]
+    }
+
     /// Whether this backend evaluates A and B of a witness deferred to `record`
     /// ([`Witness::record`]) itself while proving against `srs` (a GPU does, from the record on
     /// the device, when the bases, the record and a partition's work fit it), so that synthesis

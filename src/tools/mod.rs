@@ -163,7 +163,7 @@ pub fn bench_against_api(manifest: &Manifest, kind: ProofKind, runs: usize) -> a
     let mut backends: Vec<(String, Box<dyn ProvingBackend>)> =
         vec![("snarkd cpu".into(), Box::new(crate::groth16::CpuBackend::new()))];
     if crate::gpu::BUILT_IN {
-        for dev in crate::gpu::Gpu::enumerate(None).unwrap_or_default() {
+        for dev in crate::gpu::Gpu::enumerate(None, None).unwrap_or_default() {
             backends.push((format!("snarkd {}", dev.label()), Box::new(crate::gpu::GpuBackend::new(dev))));
         }
     }

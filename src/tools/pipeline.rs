@@ -37,6 +37,8 @@ pub struct PipelineOptions {
     pub gpu: bool,
     /// Record the circuits before the runs and synthesize with the records (`memory.precompile`).
     pub precompile: bool,
+    /// `gpu.memory_limit`: each GPU used as a card of this size (bases that do not fit are streamed).
+    pub gpu_memory_limit: Option<Bytes>,
 }
 
 /// The figures `bench pipeline` prints.
@@ -75,6 +77,9 @@ pub struct PipelineReport {
     pub peak_budget_reserved: Bytes,
     /// A WinningPoSt submitted while the sustained run is proving: submit to its end.
     pub winning_latency_s: Option<f64>,
+    /// `--gpu-memory-limit`, and per device the queries its proofs streamed from host memory.
+    pub gpu_memory_limit: Option<Bytes>,
+    pub streamed: Vec<String>,
     /// How each job ended (verification_failed is the expected end with bench parameters).
     pub outcomes: Vec<String>,
 }
@@ -113,6 +118,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         config.gpu.devices = crate::config::GpuDevices::None;
     }
     config.memory.precompile = opts.precompile;
+    config.gpu.memory_limit = opts.gpu_memory_limit;
     let (backends, notes) = crate::backends::for_config(&config);
     for n in &notes {
         progress(n);
@@ -123,6 +129,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
     for limit in settings.queue_limits.values_mut() {
         *limit = (*limit).max(opts.proofs as u32 + 1);
     }
+    let backends_seen = backends.clone();
     let engine = Engine::start(settings, sizing.clone(), backends, srs.clone() as Arc<dyn SrsSource>, crate::engine::assembly::groth16_verifier());
     let devices: Vec<String> = engine.status().devices.iter().map(|d| d.name.clone()).collect();
     // what witnesses may reserve, resident parameters taken out
@@ -193,6 +200,12 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         .collect();
     let (peak_rss, peak_reserved) = watch.stop();
     engine.shutdown();
+    let streamed = backends_seen
+        .iter()
+        .map(|b| (b.name(), b.streamed(&statement.circuit())))
+        .filter(|(_, q)| !q.is_empty())
+        .map(|(name, q)| format!("{name}: {}", q.join(", ")))
+        .collect();
 
     let parts = (infos.len() * statement.partitions()).max(1) as f64;
     let synthesis: f64 = infos.iter().map(|i| i.timings.synthesis.as_secs_f64()).sum();
@@ -223,6 +236,8 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         peak_rss,
         peak_budget_reserved: peak_reserved,
         winning_latency_s,
+        gpu_memory_limit: opts.gpu_memory_limit,
+        streamed,
         outcomes,
     })
 }
@@ -238,6 +253,7 @@ impl PipelineReport {
              per partition: synthesis {syn:.1} s, prove {prove:.2} s (h {h:.2} s, msm {msm:.2} s); device busy {busy}\n\
              peak RSS {rss}, peak budget reserved {res}\n\
              WinningPoSt during the run: {win}\n\
+             GPU memory: {gpu_mem}; bases streamed from host memory: {streamed}\n\
              outcomes: {outcomes} (verification_failed is expected: bench-only parameters)",
             kind = self.kind,
             parts = self.partitions,
@@ -253,6 +269,8 @@ impl PipelineReport {
                 _ => "not precompiled".into(),
             },
             one = self.one_proof_s,
+            gpu_mem = self.gpu_memory_limit.map_or("the whole card".to_string(), |l| format!("at most {l} (--gpu-memory-limit)")),
+            streamed = if self.streamed.is_empty() { "none".to_string() } else { self.streamed.join("; ") },
             n = self.proofs,
             sus = self.sustained_s_per_proof,
             syn = self.synthesis_s_per_partition,

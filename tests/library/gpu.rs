@@ -35,11 +35,11 @@ fn build_reports_cuda_state() {
         assert!(status.starts_with("cuda: built in"), "{status}");
     } else {
         assert_eq!(status, "cuda: not built in");
-        assert!(matches!(Gpu::enumerate(None), Err(GpuError::NotBuiltIn)));
+        assert!(matches!(Gpu::enumerate(None, None), Err(GpuError::NotBuiltIn)));
     }
     if gpu::BUILT_IN && !gpu_enabled() {
         // Either no driver here (CI), or a device we were told not to use: enumerate must not panic.
-        let _ = Gpu::enumerate(None);
+        let _ = Gpu::enumerate(None, None);
     }
 }
 
@@ -48,7 +48,7 @@ fn selftest_on_device() {
     if !runs_on_gpu("selftest_on_device") {
         return;
     }
-    let devs = Gpu::enumerate(None).expect("open devices");
+    let devs = Gpu::enumerate(None, None).expect("open devices");
     assert!(!devs.is_empty(), "SNARKD_TEST_GPU=1 but no device");
     for dev in &devs {
         let report = gpu::selftest(dev, None).expect("selftest ran");
@@ -191,7 +191,7 @@ fn gpu_backend_proof_verifies() {
         b_g2: params.b_g2.to_vec(),
         loaded_at: std::time::SystemTime::now(),
     };
-    let dev = Gpu::enumerate(Some(&[0])).expect("device 0").remove(0);
+    let dev = Gpu::enumerate(Some(&[0]), None).expect("device 0").remove(0);
     let backend = GpuBackend::new(dev);
     for x0 in [3u64, 5] {
         let witness = record(Chain { x0: Fr::from(x0), steps });
@@ -234,6 +234,22 @@ fn gpu_backend_proof_verifies() {
         assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "proof (a and b deferred: {was_deferred}) does not verify");
         cur = next;
     }
+    assert!(backend.streamed(&srs.id).is_empty(), "a 2^11 circuit's bases are all resident on a whole card");
+    drop(backend);
+
+    // gpu.memory_limit below one partition's working allowance: no query fits beside the work, so
+    // every MSM streams its bases from host memory, and the proofs still verify
+    let dev = Gpu::enumerate(Some(&[0]), Some(1 << 30)).expect("device 0 under a 1 GiB limit").remove(0);
+    let (_, total) = dev.mem_info().unwrap();
+    assert_eq!(total, 1 << 30, "the limit caps the total the device reports");
+    let backend = GpuBackend::new(dev);
+    for x0 in [27u64, 29] {
+        let w = record(Chain { x0: Fr::from(x0), steps });
+        let public = w.input[1..].to_vec();
+        let (proof, _) = backend.prove(w, &srs, &|_| {}).expect("prove with streamed bases");
+        assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "proof from streamed bases does not verify");
+    }
+    assert_eq!(backend.streamed(&srs.id), ["h", "l", "a", "b_g1", "b_g2"], "every query is streamed under the limit");
 }
 
 #[test]
@@ -244,7 +260,7 @@ fn gpu_benchmarks() {
     }
     let log: u32 = std::env::var("SNARKD_BENCH_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
     let h_log: u32 = std::env::var("SNARKD_BENCH_H_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(log);
-    let dev = Gpu::enumerate(Some(&[0])).expect("device 0").remove(0);
+    let dev = Gpu::enumerate(Some(&[0]), None).expect("device 0").remove(0);
     println!("| what | median ms | min | max |");
     let row = |r: gpu::BenchReport| println!("| {} | {:.2} | {:.2} | {:.2} |", r.what, r.median_ms, r.min_ms, r.max_ms);
     gpu::bench_ntt(&dev, log).unwrap().into_iter().for_each(row);
