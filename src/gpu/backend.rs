@@ -130,16 +130,11 @@ impl GpuBackend {
     fn upload_srs(&self, srs: &Srs, room: u64) -> Result<Resident, GpuError> {
         let dev = &self.dev;
         let sizes = query_bytes(srs);
-        let keep = if sizes.iter().sum::<u64>() <= room {
-            [true; 5]
-        } else {
-            // five queries: the subset with the most bytes that fits, tried exhaustively
-            let best = (0u32..32)
-                .filter(|set| (0..5).filter(|i| set & (1 << i) != 0).map(|i| sizes[i]).sum::<u64>() <= room)
-                .max_by_key(|set| (0..5).filter(|i| set & (1 << i) != 0).map(|i| sizes[i]).sum::<u64>())
-                .unwrap_or(0);
-            std::array::from_fn(|i| best & (1 << i) != 0)
-        };
+        // five queries: the subset with the most bytes that fits (all of them when they do),
+        // tried exhaustively
+        let bytes = |set: u32| (0..5).filter(|i| set & (1 << i) != 0).map(|i| sizes[i]).sum::<u64>();
+        let best = (0u32..32).filter(|&set| bytes(set) <= room).max_by_key(|&set| bytes(set)).unwrap_or(0);
+        let keep: [bool; 5] = std::array::from_fn(|i| best & (1 << i) != 0);
         fn up<C: super::msm::Curve>(dev: &GpuDevice, keep: bool, host: &[C::Affine]) -> Result<Option<DeviceBases<C>>, GpuError> {
             keep.then(|| DeviceBases::upload(dev, host)).transpose()
         }
@@ -166,14 +161,15 @@ impl GpuBackend {
             slots.push(r);
         } else {
             slots.retain(|r| r.id != srs.id);
-            let need = srs_device_bytes(srs) + record_bytes + working_bytes(w.evaluations(), w.input.len() + w.aux.len());
+            // what the partition takes on the device besides the bases
+            let beside = record_bytes + working_bytes(w.evaluations(), w.input.len() + w.aux.len());
+            let need = srs_device_bytes(srs) + beside;
             while !slots.is_empty() && self.dev.mem_info()?.0 < need {
                 let gone = slots.remove(0);
                 tracing::info!(device = %self.dev.label(), circuit = %gone.id, freed = %Bytes(gone.bytes()), "evicting resident bases to make room for {}", srs.id);
             }
             // What the device can give the bases beside the partition: all of them when they
             // fit, else the rest is streamed through a chunk buffer of its own.
-            let beside = record_bytes + working_bytes(w.evaluations(), w.input.len() + w.aux.len());
             let room = |free: u64| {
                 let room = free.saturating_sub(beside);
                 if room >= srs_device_bytes(srs) + FIT_MARGIN { room } else { room.saturating_sub(STREAM_SPARE) }

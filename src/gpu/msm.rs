@@ -265,9 +265,6 @@ pub(crate) fn msm_streamed<C: Curve>(
             dev.stream().memcpy_dtod(&s.slice(at..at + len), &mut part.slice_mut(..len)).map_err(|e| dev.err("cuMemcpyDtoDAsync", e))?;
             total += msm_scalars(dev, &b, &mut part, len, None)?;
             idle.push(b);
-            if pending.is_none() && next_at < n {
-                pending = start(&mut idle, &mut next_at)?;
-            }
         }
         Ok(())
     })?;
