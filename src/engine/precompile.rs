@@ -184,7 +184,10 @@ impl Pipeline {
             }
         };
         let started = Instant::now();
-        let result = match std::panic::catch_unwind(AssertUnwindSafe(|| statement.record())) {
+        // on the ordinary synthesis pool, where a record made in parallel (FallbackPoSt's) yields
+        // to the GPU stage's copies and to urgent syntheses as ordinary forks do
+        let record = || self.synth_pools[0].install(|| statement.record());
+        let result = match std::panic::catch_unwind(AssertUnwindSafe(record)) {
             Ok(Ok(record)) => Ok(record),
             Ok(Err(e)) => Err(e.message),
             Err(panic) => Err(format!("recording panicked: {}", panic_message(&panic))),

@@ -429,6 +429,15 @@ impl ConstraintSystem<Fr> for ForkCs<'_> {
     fn get_root(&mut self) -> &mut Self::Root {
         self
     }
+
+    /// True when no linear combination is evaluated here (counting, or a record stands in for A
+    /// and B): see [`WitnessCs::is_witness_generator`].
+    fn is_witness_generator(&self) -> bool {
+        match &self.0 {
+            Mode::Count { .. } => true,
+            Mode::Fill(fill) => fill.ab.is_none(),
+        }
+    }
 }
 
 #[cfg(test)]

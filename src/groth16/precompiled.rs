@@ -100,15 +100,76 @@ impl Precompiled {
         let mut cs = Recorder::default();
         cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
         circuit.synthesize(&mut cs)?;
-        if let Some(what) = cs.too_large {
-            return Err(PrecompileError::TooLarge(what));
+        cs.finish()
+    }
+
+    /// Records a circuit made of parts alone, one after another (FallbackPoSt's sectors), with the
+    /// parts recorded in parallel: each runs through a recorder of its own as a circuit of its
+    /// own, with its own ONE, and the records are appended in order as bellperson's `extend`
+    /// appends synthesized parts (a part's ONE is ours, its other inputs and all its aux variables
+    /// follow ours). Equal to [`Precompiled::record`] of the whole circuit (tested at 2 KiB).
+    /// Parts go a batch at a time, so at most a batch's records are held beside the whole.
+    pub fn record_parts<T: Send>(
+        parts: Vec<T>,
+        f: impl Fn(&mut Recorder, T) -> Result<(), SynthesisError> + Sync,
+    ) -> Result<Precompiled, PrecompileError> {
+        let mut whole = Recorder::default();
+        whole.alloc_input(|| "one", || Ok(Fr::ONE))?;
+        let batch = 4 * rayon::current_num_threads();
+        let mut parts = parts.into_iter().peekable();
+        while parts.peek().is_some() {
+            let recorded: Vec<Result<Recorder, SynthesisError>> = parts
+                .by_ref()
+                .take(batch)
+                .collect::<Vec<T>>()
+                .into_par_iter()
+                .map(|part| {
+                    let mut cs = Recorder::default();
+                    cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+                    f(&mut cs, part)?;
+                    Ok(cs)
+                })
+                .collect();
+            for part in recorded {
+                whole.append(part?);
+            }
         }
-        let Recorder { mut pre, coeff_ids: _, too_large: _ } = cs;
-        for m in [&mut pre.a, &mut pre.b] {
-            m.ends.shrink_to_fit();
-            m.terms.shrink_to_fit();
+        whole.finish()
+    }
+
+    /// Where `self` and `other` record different circuits, if they do: counts, densities, and
+    /// each matrix's rows term by term with coefficients compared by value (two records of one
+    /// circuit may number their coefficients differently).
+    pub fn first_difference(&self, other: &Precompiled) -> Option<String> {
+        let counts = [("inputs", self.inputs, other.inputs), ("aux variables", self.aux, other.aux)];
+        if let Some((what, a, b)) = counts.iter().find(|(_, a, b)| a != b) {
+            return Some(format!("{what}: {a} against {b}"));
         }
-        Ok(pre)
+        let densities = [
+            ("A's aux density", &self.a_aux_density, &other.a_aux_density),
+            ("B's input density", &self.b_input_density, &other.b_input_density),
+            ("B's aux density", &self.b_aux_density, &other.b_aux_density),
+        ];
+        if let Some((what, ..)) = densities.iter().find(|(_, a, b)| a != b) {
+            return Some(format!("{what} differs"));
+        }
+        for (name, a, b) in [("A", &self.a, &other.a), ("B", &self.b, &other.b)] {
+            if a.ends != b.ends {
+                let row = a.ends.iter().zip(&b.ends).position(|(x, y)| x != y).unwrap_or(a.ends.len().min(b.ends.len()));
+                return Some(format!("{name}: row {row} has another length (or the row counts differ)"));
+            }
+            let coeff = |pre: &Precompiled, t: &Term| match t.coeff {
+                ONE => Fr::ONE,
+                MINUS_ONE => -Fr::ONE,
+                k => pre.coeffs[k as usize],
+            };
+            let same = |(x, y): (&Term, &Term)| x.var == y.var && coeff(self, x) == coeff(other, y);
+            if let Some(i) = a.terms.iter().zip(&b.terms).position(|pair| !same(pair)) {
+                let row = a.ends.partition_point(|&end| end as usize <= i);
+                return Some(format!("{name}: row {row} differs"));
+            }
+        }
+        None
     }
 
     /// The circuit's constraints (without the one bellperson adds per input).
@@ -247,9 +308,10 @@ pub(super) fn close_inputs(w: &mut Witness) {
 }
 
 /// The constraint system [`Precompiled::record`] runs: variables are only counted, and each
-/// constraint's A and B are kept as rows (C is never built, as in [`super::WitnessCs`]).
+/// constraint's A and B are kept as rows (C is never built, as in [`super::WitnessCs`]). Public
+/// only because the parts given to [`Precompiled::record_parts`] name it as their `CS`.
 #[derive(Default)]
-struct Recorder {
+pub struct Recorder {
     pre: Precompiled,
     coeff_ids: HashMap<[u8; 32], u32>,
     too_large: Option<&'static str>,
@@ -271,6 +333,73 @@ impl Default for Precompiled {
 }
 
 impl Recorder {
+    fn finish(self) -> Result<Precompiled, PrecompileError> {
+        if let Some(what) = self.too_large {
+            return Err(PrecompileError::TooLarge(what));
+        }
+        let mut pre = self.pre;
+        for m in [&mut pre.a, &mut pre.b] {
+            m.ends.shrink_to_fit();
+            m.terms.shrink_to_fit();
+        }
+        Ok(pre)
+    }
+
+    /// Appends `part`, recorded as a circuit of its own, as [`super::WitnessCs::extend`] appends
+    /// a synthesized one: its input 0 (ONE) is ours, its other inputs and its aux variables are
+    /// numbered after ours, and its coefficients join our table.
+    fn append(&mut self, part: Recorder) {
+        if let Some(what) = part.too_large {
+            self.too_large.get_or_insert(what);
+        }
+        let (pre, p) = (&mut self.pre, &part.pre);
+        let (aux_base, input_base) = (pre.aux as u64, pre.inputs as u64 - 1);
+        for (whole, m) in [(&mut pre.a, &p.a), (&mut pre.b, &p.b)] {
+            let base = whole.terms.len() as u64;
+            whole.terms.reserve(m.terms.len());
+            for t in &m.terms {
+                let (index, flag) = match t.var {
+                    v if v & AUX != 0 => (aux_base + u64::from(v & !AUX), AUX),
+                    0 => (0, 0),
+                    v => (input_base + u64::from(v), 0),
+                };
+                let coeff = match t.coeff {
+                    ONE | MINUS_ONE => t.coeff,
+                    k => {
+                        let c = p.coeffs[k as usize];
+                        *self.coeff_ids.entry(c.to_bytes_le()).or_insert_with(|| {
+                            pre.coeffs.push(c);
+                            pre.coeffs.len() as u32 - 1
+                        })
+                    }
+                };
+                match u32::try_from(index) {
+                    Ok(index) if index < AUX => whole.terms.push(Term { var: index | flag, coeff }),
+                    _ => self.too_large = Some("2^31 variables of a kind or more"),
+                }
+            }
+            for &end in &m.ends {
+                match u32::try_from(base + u64::from(end)) {
+                    Ok(end) => whole.ends.push(end),
+                    Err(_) => self.too_large = Some("more than 2^32 terms in one matrix"),
+                }
+            }
+        }
+        pre.a_aux_density.extend(&p.a_aux_density);
+        pre.b_aux_density.extend(&p.b_aux_density);
+        if p.b_input_density.get(0) {
+            pre.b_input_density.set(0);
+        }
+        for i in 1..p.b_input_density.len() {
+            pre.b_input_density.push(p.b_input_density.get(i));
+        }
+        pre.aux += p.aux;
+        pre.inputs += p.inputs - 1;
+        if pre.aux >= AUX as usize {
+            self.too_large = Some("2^31 aux variables or more");
+        }
+    }
+
     /// Appends `lc`'s nonzero terms as a row of `a` (or of B), marking the densities as
     /// `assignment::eval` marks them: A's inputs untracked, everything else by nonzero coefficient.
     fn row(&mut self, lc: &LinearCombination<Fr>, in_a: bool) {

@@ -96,8 +96,14 @@ pub trait Statement: Send + Sync {
     fn public_inputs(&self, partition: usize) -> Result<Vec<Fr>, SnarkError>;
     /// Records this statement's circuit (partition 0's: every partition and every statement of
     /// [`Statement::circuit`] has the same structure), so that its later syntheses inside
-    /// [`crate::groth16::precompiled`] skip A and B. Runs the library's circuit on one thread.
+    /// [`crate::groth16::precompiled`] skip A and B. Runs the library's circuit on one thread,
+    /// except FallbackPoSt's, whose sectors are recorded in parallel.
     fn record(&self) -> Result<Precompiled, SnarkError>;
+    /// The same record from the library's circuit run in place on one thread: what
+    /// [`Statement::record`] is tested against where it records in parallel.
+    fn record_sequential(&self) -> Result<Precompiled, SnarkError> {
+        self.record()
+    }
 }
 
 /// Decodes and validates `req` into the statement the engine proves. This decodes and checks the

@@ -324,7 +324,7 @@ fn porep<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, seed: u64)
 
     let c1 = SealCommitPhase1Output {
         registered_proof: proof,
-        vanilla_proofs: tagged::<Tree>(vanilla)?,
+        vanilla_proofs: tagged::<Tree>(u64::from(proof.sector_size()), vanilla)?,
         comm_r: repr(comm_r),
         comm_d: repr(comm_d),
         replica_id: convert(replica_id),
@@ -380,29 +380,31 @@ fn label<D: Domain>(replica_id: &D, layer: usize, node: u32, parents: &[D]) -> D
 }
 
 /// C1 tags its vanilla proofs by sector size; filecoin-proofs-api's own conversion (`from_raw`)
-/// is private, so this does what it does.
+/// is private, so this does what it does. The tag follows the sector size, not the tree type:
+/// 2 KiB, 8 MiB and 512 MiB sectors share one tree shape.
 fn tagged<Tree: 'static + MerkleTreeTrait>(
+    sector_size: u64,
     proofs: Vec<Vec<RawVanillaSealProof<Tree>>>,
 ) -> anyhow::Result<VanillaSealProof> {
     let proofs: Box<dyn Any> = Box::new(proofs);
     macro_rules! tag {
-        ($proofs:expr, $($shape:ty => $variant:ident),*) => {{
-            let proofs = $proofs;
-            $(let proofs = match proofs.downcast::<Vec<Vec<RawVanillaSealProof<$shape>>>>() {
-                Ok(p) => return Ok(VanillaSealProof::$variant(*p)),
-                Err(p) => p,
-            };)*
-            drop(proofs);
+        ($($size:expr, $shape:ty => $variant:ident),*) => {{
+            $(if sector_size == $size {
+                return match proofs.downcast::<Vec<Vec<RawVanillaSealProof<$shape>>>>() {
+                    Ok(p) => Ok(VanillaSealProof::$variant(*p)),
+                    Err(_) => bail!("a {} sector's vanilla proofs are not over tree {}", $size, Tree::display()),
+                };
+            })*
         }};
     }
-    tag!(proofs,
-        SectorShape2KiB => StackedDrg2KiBV1,
-        SectorShape8MiB => StackedDrg8MiBV1,
-        SectorShape512MiB => StackedDrg512MiBV1,
-        SectorShape32GiB => StackedDrg32GiBV1,
-        SectorShape64GiB => StackedDrg64GiBV1
+    tag!(
+        2 << 10, SectorShape2KiB => StackedDrg2KiBV1,
+        8 << 20, SectorShape8MiB => StackedDrg8MiBV1,
+        512 << 20, SectorShape512MiB => StackedDrg512MiBV1,
+        32 << 30, SectorShape32GiB => StackedDrg32GiBV1,
+        64 << 30, SectorShape64GiB => StackedDrg64GiBV1
     );
-    bail!("no C1 vanilla proof tag for tree {}", Tree::display())
+    bail!("no C1 vanilla proof tag for {sector_size}-byte sectors")
 }
 
 /// WindowPoSt (one full partition of sectors) or WinningPoSt (one sector): each sector's tree_r_last
