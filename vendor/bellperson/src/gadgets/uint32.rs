@@ -399,7 +399,9 @@ impl UInt32 {
 
             max_value >>= 1;
             i += 1;
-            coeff = coeff.double();
+            if !witness_only {
+                coeff = coeff.double();
+            }
         }
 
         // Enforce equality between the sum and result
