@@ -135,7 +135,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
     // what witnesses may reserve, resident parameters taken out
     let (mut record_s, mut record_bytes, mut precompiled_synthesis_s) = (None, None, None);
     if opts.precompile {
-        progress(&format!("recording the {} circuit (one thread)", main.kind()));
+        progress(&format!("recording the {} circuit", main.kind()));
         let started = Instant::now();
         let record = engine.precompile(statement.clone()).map_err(|why| anyhow::anyhow!("recording the circuit failed: {why}"))?;
         record_s = Some(started.elapsed().as_secs_f64());
