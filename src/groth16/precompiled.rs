@@ -354,6 +354,19 @@ impl Recorder {
         }
         let (pre, p) = (&mut self.pre, &part.pre);
         let (aux_base, input_base) = (pre.aux as u64, pre.inputs as u64 - 1);
+        // the part's coefficient ids in our table, looked up once each (a part has a few hundred)
+        let ids: Vec<u32> = p
+            .coeffs
+            .iter()
+            .enumerate()
+            .map(|(k, c)| match k as u32 {
+                ONE | MINUS_ONE => k as u32,
+                _ => *self.coeff_ids.entry(c.to_bytes_le()).or_insert_with(|| {
+                    pre.coeffs.push(*c);
+                    pre.coeffs.len() as u32 - 1
+                }),
+            })
+            .collect();
         for (whole, m) in [(&mut pre.a, &p.a), (&mut pre.b, &p.b)] {
             let base = whole.terms.len() as u64;
             whole.terms.reserve(m.terms.len());
@@ -363,16 +376,7 @@ impl Recorder {
                     0 => (0, 0),
                     v => (input_base + u64::from(v), 0),
                 };
-                let coeff = match t.coeff {
-                    ONE | MINUS_ONE => t.coeff,
-                    k => {
-                        let c = p.coeffs[k as usize];
-                        *self.coeff_ids.entry(c.to_bytes_le()).or_insert_with(|| {
-                            pre.coeffs.push(c);
-                            pre.coeffs.len() as u32 - 1
-                        })
-                    }
-                };
+                let coeff = ids[t.coeff as usize];
                 match u32::try_from(index) {
                     Ok(index) if index < AUX => whole.terms.push(Term { var: index | flag, coeff }),
                     _ => self.too_large = Some("2^31 variables of a kind or more"),
@@ -417,16 +421,15 @@ impl Recorder {
             } else if !in_a {
                 pre.b_input_density.set(var as usize);
             }
-            let coeff = match self.coeff_ids.get(&c.to_bytes_le()) {
-                Some(&id) => id,
-                None if *c == Fr::ONE => ONE,
-                None if *c == -Fr::ONE => MINUS_ONE,
-                None => {
-                    let id = pre.coeffs.len() as u32;
+            let coeff = if *c == Fr::ONE {
+                ONE
+            } else if *c == -Fr::ONE {
+                MINUS_ONE
+            } else {
+                *self.coeff_ids.entry(c.to_bytes_le()).or_insert_with(|| {
                     pre.coeffs.push(*c);
-                    self.coeff_ids.insert(c.to_bytes_le(), id);
-                    id
-                }
+                    pre.coeffs.len() as u32 - 1
+                })
             };
             matrix.terms.push(Term { var: var as u32, coeff });
         }
