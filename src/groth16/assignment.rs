@@ -240,12 +240,7 @@ impl ConstraintSystem<Fr> for WitnessCs {
             return;
         }
         w.input.extend_from_slice(&o.input[1..]);
-        if o.b_input_density.get(0) {
-            w.b_input_density.set(0);
-        }
-        for i in 1..o.b_input_density.len() {
-            w.b_input_density.push(o.b_input_density.get(i));
-        }
+        w.b_input_density.extend_sharing_one(&o.b_input_density);
     }
 }
 

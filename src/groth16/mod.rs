@@ -68,6 +68,17 @@ impl Density {
         self.grow(at + other.len);
         self.or_at(at, other);
     }
+    /// Appends the inputs' density of a part synthesized or recorded as a circuit of its own,
+    /// whose input 0 is the ONE it shares with `self`: that bit is OR-ed into ours, the others
+    /// follow ours.
+    pub fn extend_sharing_one(&mut self, other: &Density) {
+        if other.get(0) {
+            self.set(0);
+        }
+        for i in 1..other.len {
+            self.push(other.get(i));
+        }
+    }
     /// Lengthens to `len` variables; the new ones are unset.
     pub fn grow(&mut self, len: usize) {
         assert!(len >= self.len, "density cannot shrink from {} to {len}", self.len);

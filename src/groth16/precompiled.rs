@@ -391,12 +391,7 @@ impl Recorder {
         }
         pre.a_aux_density.extend(&p.a_aux_density);
         pre.b_aux_density.extend(&p.b_aux_density);
-        if p.b_input_density.get(0) {
-            pre.b_input_density.set(0);
-        }
-        for i in 1..p.b_input_density.len() {
-            pre.b_input_density.push(p.b_input_density.get(i));
-        }
+        pre.b_input_density.extend_sharing_one(&p.b_input_density);
         pre.aux += p.aux;
         pre.inputs += p.inputs - 1;
         if pre.aux >= AUX as usize {

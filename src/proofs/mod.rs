@@ -13,6 +13,7 @@ use blstrs::{Bls12, Scalar as Fr};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SnarkError;
+use crate::groth16::precompiled::PrecompileError;
 use crate::groth16::{Precompiled, Witness};
 use crate::srs::CircuitId;
 use crate::units::Bytes;
@@ -248,8 +249,12 @@ fn synthesize_circuit<C: Circuit<Fr>>(partition: usize, circuit: anyhow::Result<
 
 /// Records one partition's circuit for precompiled synthesis.
 fn record_circuit<C: Circuit<Fr>>(partition: usize, circuit: anyhow::Result<C>) -> Result<Precompiled, SnarkError> {
-    Precompiled::record(built(partition, circuit)?)
-        .map_err(|e| SnarkError::internal(format!("partition {partition}: recording the circuit failed: {e}")))
+    recorded(partition, Precompiled::record(built(partition, circuit)?))
+}
+
+/// A record's failure as the engine reports it.
+fn recorded(partition: usize, record: Result<Precompiled, PrecompileError>) -> Result<Precompiled, SnarkError> {
+    record.map_err(|e| SnarkError::internal(format!("partition {partition}: recording the circuit failed: {e}")))
 }
 
 fn reference_prove<C: Circuit<Fr> + Send>(

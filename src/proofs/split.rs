@@ -41,7 +41,7 @@ use storage_proofs_update::{EmptySectorUpdateCircuit, PublicParams};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::built;
+use super::{built, recorded};
 use crate::error::{ErrorCode, SnarkError};
 use crate::groth16::{synthesize_with, ForkError, ItemShape, Precompiled, Witness, WitnessCs};
 use crate::srs::CircuitId;
@@ -157,8 +157,7 @@ pub(super) fn record_post<Tree: 'static + MerkleTreeTrait>(
     circuit: anyhow::Result<FallbackPoStCircuit<Tree>>,
 ) -> Result<Precompiled, SnarkError> {
     let circuit = built(partition, circuit)?;
-    Precompiled::record_parts(circuit.sectors.iter().collect(), |cs, sector| sector.synthesize(cs))
-        .map_err(|e| SnarkError::internal(format!("partition {partition}: recording the circuit failed: {e}")))
+    recorded(partition, Precompiled::record_parts(circuit.sectors.iter().collect(), |cs, sector| sector.synthesize(cs)))
 }
 
 /// SnapDeals: `EmptySectorUpdateCircuit`'s synthesis (storage-proofs-update src/circuit.rs lines
