@@ -7,6 +7,7 @@
 
 pub mod assembly;
 pub mod budget;
+mod gate;
 pub mod job;
 pub mod metrics;
 mod pipeline;

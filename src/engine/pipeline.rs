@@ -13,6 +13,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::budget::{Budget, Reservation};
+use super::gate::OrderedGate;
 use super::job::{Job, JobState, Stage};
 use super::metrics::Metrics;
 use super::proving::Device;
@@ -93,15 +94,21 @@ pub(crate) struct Pipeline {
     pub measured: Mutex<HashMap<CircuitId, u64>>,
     /// Each circuit's precompiled record (engine/precompile.rs).
     pub records: super::precompile::Records,
-    /// The threads synthesis forks run on ([`crate::groth16::WitnessCs::fork_map`]), apart from
-    /// rayon's global pool: the GPU stage copies witnesses into pinned memory there, and those
-    /// copies must not queue behind minutes of synthesis work (they did: a 32 GiB PoRep partition's
-    /// device stage took 6.7 s in the engine against 1.6 s alone). Critical and high priority
-    /// items have a pool of their own for the same reason: a WinningPoSt's forks would otherwise
-    /// wait behind a PoRep's. Each has a thread per CPU; the kernel shares the CPUs between them,
-    /// and the ordinary pool's threads run [`SYNTHESIS_NICE`] steps nicer, so that when the CPUs
-    /// are all busy the copies that feed the GPU and the urgent forks go first.
-    pub synth_pools: [rayon::ThreadPool; 2],
+    /// The threads synthesis forks run on ([`crate::groth16::WitnessCs::fork_map`]): a pool per
+    /// ordinary synthesis worker, in worker order, apart from rayon's global pool. The GPU stage
+    /// copies witnesses into pinned memory on the global pool, and those copies must not queue
+    /// behind minutes of synthesis work (they did: a 32 GiB PoRep partition's device stage took
+    /// 6.7 s in the engine against 1.6 s alone). Each pool has a thread per CPU, and the CPU gate
+    /// below lets no more fork items run than there are CPUs, the most urgent partition's first;
+    /// a pool of its own per worker lets a worker's threads wait at the gate without holding up
+    /// another worker's items. Their threads run [`SYNTHESIS_NICE`] steps nicer than the daemon,
+    /// so that when the CPUs are all busy the copies that feed the GPU and the urgent forks go first.
+    pub fork_pools: Vec<rayon::ThreadPool>,
+    /// Critical and high priority items' pool, ungated and not niced: a WinningPoSt's forks
+    /// would otherwise wait behind a PoRep's.
+    pub urgent_pool: rayon::ThreadPool,
+    /// One permit per CPU for the ordinary pools' fork items (engine/gate.rs).
+    pub cpu_gate: Arc<OrderedGate<GateKey>>,
     /// One per worker thread, in the order [`Pipeline::spawn_workers`] starts them.
     pub beats: Mutex<Vec<Arc<Beat>>>,
 }
@@ -158,6 +165,19 @@ fn lower_priority(steps: i32) {
     }
 }
 
+/// A rayon pool of a thread per CPU named `name-i`, its threads `nice` steps nicer than the daemon.
+fn synthesis_pool(name: String, nice: i32) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .thread_name(move |i| format!("{name}-{i}"))
+        .start_handler(move |_| lower_priority(nice))
+        .build()
+        .expect("start a synthesis thread pool")
+}
+
+/// Where a partition's fork items queue at the CPU gate: priority, then the job's submission,
+/// then the partition; the smallest goes first.
+pub(crate) type GateKey = (super::scheduler::Priority, Instant, usize);
+
 /// Logs one stage change of a job as one journal entry with the filterable fields.
 pub(crate) fn log_stage(job: &Job, stage: Stage, device: &str, detail: &str) {
     tracing::info!(
@@ -203,13 +223,9 @@ impl Pipeline {
             budget,
             measured: Mutex::new(HashMap::new()),
             records: Default::default(),
-            synth_pools: [("synth-fork", SYNTHESIS_NICE), ("synth-urgent", 0)].map(|(name, nice)| {
-                rayon::ThreadPoolBuilder::new()
-                    .thread_name(move |i| format!("{name}-{i}"))
-                    .start_handler(move |_| lower_priority(nice))
-                    .build()
-                    .expect("start a synthesis thread pool")
-            }),
+            fork_pools: (0..parallelism.max(1)).map(|i| synthesis_pool(format!("synth-{i}-fork"), SYNTHESIS_NICE)).collect(),
+            urgent_pool: synthesis_pool("synth-urgent".into(), 0),
+            cpu_gate: OrderedGate::new(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
             srs,
             verifier,
             metrics,
@@ -232,9 +248,9 @@ impl Pipeline {
             handles.push(handle);
         };
         for i in 0..self.parallelism {
-            spawn(format!("synth-{i}"), Box::new(|p, beat| p.synthesis_worker(false, beat)));
+            spawn(format!("synth-{i}"), Box::new(move |p, beat| p.synthesis_worker(Some(i), beat)));
         }
-        spawn("synth-prio".into(), Box::new(|p, beat| p.synthesis_worker(true, beat)));
+        spawn("synth-prio".into(), Box::new(|p, beat| p.synthesis_worker(None, beat)));
         for d in &self.devices {
             let d = d.clone();
             spawn(format!("prove-{}", d.index), Box::new(move |p, beat| p.device_worker(d, beat)));

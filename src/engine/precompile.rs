@@ -184,9 +184,9 @@ impl Pipeline {
             }
         };
         let started = Instant::now();
-        // on the ordinary synthesis pool, where a record made in parallel (FallbackPoSt's) yields
+        // on the first ordinary worker's pool, where a record made in parallel (FallbackPoSt's) yields
         // to the GPU stage's copies and to urgent syntheses as ordinary forks do
-        let record = || self.synth_pools[0].install(|| statement.record());
+        let record = || self.fork_pools[0].install(|| statement.record());
         let result = match std::panic::catch_unwind(AssertUnwindSafe(record)) {
             Ok(Ok(record)) => Ok(record),
             Ok(Err(e)) => Err(e.message),

@@ -13,8 +13,8 @@ use super::job::Stage;
 use super::pipeline::{log_stage, panic_message, Beat, Pipeline, Synthesized, WorkItem};
 use super::scheduler::{Place, PriorityQueue};
 use crate::error::SnarkError;
-use crate::srs::CircuitId;
-use crate::groth16::{BackendError, DeviceMemory, ProvingBackend, Witness};
+use crate::srs::{CircuitId, Srs};
+use crate::groth16::{BackendError, DeviceMemory, Precompiled, ProvingBackend, Witness};
 
 /// What Status shows per device.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -41,10 +41,16 @@ pub(crate) struct Device {
     /// Whether the device thread holds the partition after the current one (still queued, for
     /// Status and routing).
     on_deck: AtomicBool,
+    /// A circuit whose first witness is being synthesized for this device, to move onto it while
+    /// the device has nothing else to do ([`ProvingBackend::warm`]).
+    warm: Mutex<Option<Warm>>,
     degraded: Mutex<Option<String>>,
     proofs: AtomicU64,
     busy_micros: AtomicU64,
 }
+
+/// A circuit's parameters to move onto a device, with the record its witnesses defer to.
+type Warm = (Arc<Srs>, Option<Arc<Precompiled>>);
 
 impl Device {
     fn is_degraded(&self) -> bool {
@@ -80,6 +86,7 @@ impl Device {
             ready: Condvar::new(),
             current: Mutex::new(None),
             on_deck: AtomicBool::new(false),
+            warm: Mutex::new(None),
             degraded: Mutex::new(None),
             proofs: AtomicU64::new(0),
             busy_micros: AtomicU64::new(0),
@@ -99,6 +106,16 @@ impl Pipeline {
     /// unless they are queued deeper than an upload costs.
     pub(crate) fn pick_device(&self, exclude: &[usize], circuit: &CircuitId) -> Option<Arc<Device>> {
         self.healthy(exclude).min_by_key(|d| d.load() + if d.backend.holds(circuit) { 0 } else { UPLOAD_COST }).cloned()
+    }
+
+    /// Asks the device that will most likely prove a partition of `srs`'s circuit to move the
+    /// bases (and `record`, for deferred witnesses) onto itself meanwhile, unless it holds them.
+    pub(crate) fn warm_device(&self, exclude: &[usize], srs: &Arc<Srs>, record: Option<&Arc<Precompiled>>) {
+        let Some(device) = self.pick_device(exclude, &srs.id) else { return };
+        if !device.backend.holds(&srs.id) {
+            *device.warm.lock().unwrap() = Some((srs.clone(), record.cloned()));
+            device.ready.notify_all();
+        }
     }
 
     /// Whether every healthy device evaluates A and B from `record` itself, against `srs`, so
@@ -143,6 +160,16 @@ impl Pipeline {
                     }
                     if self.stopped() {
                         break None;
+                    }
+                    let warm = device.warm.lock().unwrap().take();
+                    if let Some((srs, record)) = warm {
+                        drop(q);
+                        beat.busy();
+                        if let Err(e) = device.backend.warm(&srs, record.as_ref()) {
+                            tracing::info!(device = %device.name, circuit = %srs.id, "the bases of {} were not moved ahead of its first witness ({e}); its first proof moves them", srs.id);
+                        }
+                        q = device.queue.lock().unwrap();
+                        continue;
                     }
                     q = device.ready.wait_timeout(q, Duration::from_millis(100)).unwrap().0;
                 }

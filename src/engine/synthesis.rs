@@ -62,16 +62,17 @@ impl Pipeline {
         }
     }
 
-    pub(crate) fn synthesis_worker(self: Arc<Self>, priority_lane: bool, beat: &Beat) {
-        while let Some((item, slot)) = self.next_item(priority_lane, beat) {
+    /// An ordinary worker (`Some` of its index, which names its fork pool) or the priority lane's.
+    pub(crate) fn synthesis_worker(self: Arc<Self>, worker: Option<usize>, beat: &Beat) {
+        while let Some((item, slot)) = self.next_item(worker.is_none(), beat) {
             beat.busy();
-            self.synthesize_one(item, slot);
+            self.synthesize_one(item, slot, worker);
         }
     }
 
     /// Synthesizes one item and hands it, with its lookahead slot, to a device; on any failure
     /// the slot drops here.
-    fn synthesize_one(self: &Arc<Self>, item: WorkItem, slot: Option<LookaheadSlot>) {
+    fn synthesize_one(self: &Arc<Self>, item: WorkItem, slot: Option<LookaheadSlot>, worker: Option<usize>) {
         let job = item.job.clone();
         let Some(statement) = job.statement().filter(|_| !job.should_stop()) else {
             return;
@@ -98,6 +99,8 @@ impl Pipeline {
         // evaluates them itself (the witness then reserves its assignments alone), else here.
         let record = self.precompiled_for(&statement);
         let fill = record.as_ref().map(|r| if self.devices_fill_from(&srs, r) { Fill::Deferred } else { Fill::Host });
+        // the device's upload of the circuit's bases overlaps this synthesis
+        self.warm_device(&item.exclude, &srs, record.as_ref().filter(|_| fill == Some(Fill::Deferred)));
         let estimate = match (&record, fill) {
             (Some(record), Some(Fill::Deferred)) => with_headroom(record.deferred_bytes()),
             _ => self.estimate(statement.as_ref()),
@@ -135,14 +138,29 @@ impl Pipeline {
             let job = job.clone();
             Arc::new(move || job.should_stop())
         };
-        let pool = &self.synth_pools[usize::from(job.priority <= Priority::High)];
+        // Critical and high priority items fork on the urgent pool, ungated; the others on their
+        // worker's pool, through the CPU gate in the order the devices need them.
+        let (pool, admit) = match worker {
+            Some(i) if job.priority > Priority::High => {
+                let (gate, key) = (self.cpu_gate.clone(), (job.priority, job.submitted, item.partition));
+                let admit: crate::groth16::AdmitFn = Arc::new(move |stop: &dyn Fn() -> bool| {
+                    gate.acquire(key, stop).map(|permit| Box::new(permit) as crate::groth16::Permit)
+                });
+                (&self.fork_pools[i], Some(admit))
+            }
+            _ => (&self.urgent_pool, None),
+        };
+        let synthesize = || match (record, fill) {
+            (Some(record), Some(fill)) => crate::groth16::precompiled_as(record, fill, || statement.synthesize(item.partition)),
+            _ => statement.synthesize(item.partition),
+        };
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            // everything inside `install`, so that the thread-local stop token and record are
-            // set on the thread that synthesizes
+            // everything inside `install`, so that the thread-local stop token, admission and
+            // record are set on the thread that synthesizes
             pool.install(|| {
-                crate::groth16::stoppable(stop, || match (record, fill) {
-                    (Some(record), Some(fill)) => crate::groth16::precompiled_as(record, fill, || statement.synthesize(item.partition)),
-                    _ => statement.synthesize(item.partition),
+                crate::groth16::stoppable(stop, || match admit {
+                    Some(admit) => crate::groth16::admitted(admit, synthesize),
+                    None => synthesize(),
                 })
             })
         }));

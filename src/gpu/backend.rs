@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use blstrs::{Bls12, Scalar as Fr};
@@ -70,6 +70,28 @@ impl Resident {
             b_g1: pick(&self.b_g1, &srs.b_g1),
             b_g2: Some(pick(&self.b_g2, &srs.b_g2)),
         }
+    }
+}
+
+/// What a partition takes on the device besides its circuit's bases: its record, when A and B
+/// are evaluated from one, and its working memory.
+struct Footprint<'a> {
+    record: Option<&'a Arc<Precompiled>>,
+    evaluations: usize,
+    scalars: usize,
+}
+
+impl<'a> Footprint<'a> {
+    fn of(w: &'a Witness) -> Footprint<'a> {
+        Footprint { record: w.record.as_ref(), evaluations: w.evaluations(), scalars: w.input.len() + w.aux.len() }
+    }
+
+    /// A partition of `srs`'s circuit, before any witness of it exists: its evaluations are the
+    /// record's constraints and the inputs, or the domain (`h` has one point fewer).
+    fn of_circuit(srs: &Srs, record: Option<&'a Arc<Precompiled>>) -> Footprint<'a> {
+        let inputs = srs.vk.ic.len();
+        let evaluations = record.map_or(srs.h.len() + 1, |r| r.constraints() + inputs);
+        Footprint { record, evaluations, scalars: inputs + srs.l.len() }
     }
 }
 
@@ -154,15 +176,15 @@ impl GpuBackend {
     /// used circuits until they and `w`'s working memory fit; a stale load of the same circuit
     /// is dropped first. An upload that still runs out of memory is retried once alone. A
     /// witness deferred to a record gets that record on the device beside the bases.
-    fn make_resident<'a>(&self, slots: &'a mut Vec<Resident>, srs: &Srs, w: &Witness) -> Result<&'a mut Resident, GpuError> {
-        let record_bytes = w.record.as_deref().map_or(0, DeviceRecord::bytes_for);
+    fn make_resident<'a>(&self, slots: &'a mut Vec<Resident>, srs: &Srs, w: &Footprint) -> Result<&'a mut Resident, GpuError> {
+        let record_bytes = w.record.map_or(0, |r| DeviceRecord::bytes_for(r));
         if let Some(i) = slots.iter().position(|r| r.id == srs.id && r.loaded_at == srs.loaded_at) {
             let r = slots.remove(i);
             slots.push(r);
         } else {
             slots.retain(|r| r.id != srs.id);
             // what the partition takes on the device besides the bases
-            let beside = record_bytes + working_bytes(w.evaluations(), w.input.len() + w.aux.len());
+            let beside = record_bytes + working_bytes(w.evaluations, w.scalars);
             let need = srs_device_bytes(srs) + beside;
             while !slots.is_empty() && self.dev.mem_info()?.0 < need {
                 let gone = slots.remove(0);
@@ -195,11 +217,11 @@ impl GpuBackend {
             }
             slots.push(up);
         }
-        if let Some(record) = &w.record {
+        if let Some(record) = w.record {
             let last = slots.len() - 1;
             if !slots[last].record.as_ref().is_some_and(|r| r.is(record)) {
                 slots[last].record = None;
-                let need = record_bytes + working_bytes(w.evaluations(), w.input.len() + w.aux.len());
+                let need = record_bytes + working_bytes(w.evaluations, w.scalars);
                 while slots.len() > 1 && self.dev.mem_info()?.0 < need {
                     let gone = slots.remove(0);
                     tracing::info!(device = %self.dev.label(), circuit = %gone.id, freed = %Bytes(gone.bytes()), "evicting resident bases to make room for {}'s record", srs.id);
@@ -223,7 +245,7 @@ impl GpuBackend {
         release: ReleaseFn<'_>,
         next: Option<&Witness>,
     ) -> Result<PartitionOutput, GpuError> {
-        let res = self.make_resident(slots, srs, w)?;
+        let res = self.make_resident(slots, srs, &Footprint::of(w))?;
         // The device picks A's and B's scalars from the aux it uploads for L.
         let a_select = Selection { inputs: Cow::Borrowed(&w.input), aux: &w.a_aux_density };
         let b_inputs = kept_inputs(&w.input, Some(&w.b_input_density)).copied().collect();
@@ -302,6 +324,28 @@ impl ProvingBackend for GpuBackend {
         let scalars = srs.vk.ic.len() + srs.l.len();
         let need = srs_device_bytes(srs) + DeviceRecord::bytes_for(record) + working_bytes(record.constraints() + srs.vk.ic.len(), scalars);
         need <= total
+    }
+
+    /// Only what fits beside the resident circuits: evicting them for a circuit whose witness
+    /// has not come yet could cost more uploads than it saves.
+    fn warm(&self, srs: &Srs, record: Option<&Arc<Precompiled>>) -> Result<(), BackendError> {
+        let mut slots = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        let held = slots.iter().find(|r| r.id == srs.id && r.loaded_at == srs.loaded_at);
+        if held.is_some_and(|r| record.is_none_or(|rec| r.record.as_ref().is_some_and(|d| d.is(rec)))) {
+            return Ok(());
+        }
+        let fp = Footprint::of_circuit(srs, record);
+        let need = srs_device_bytes(srs) + record.map_or(0, |r| DeviceRecord::bytes_for(r)) + working_bytes(fp.evaluations, fp.scalars);
+        let free = self.dev.mem_info().map_err(|e| self.device_error(e))?.0;
+        if held.is_none() && free < need {
+            return Err(BackendError::OutOfMemory { device: self.dev.label(), what: format!("{} ahead of its first witness, beside the resident circuits", srs.id), needed: Bytes(need), free: Bytes(free) });
+        }
+        let started = Instant::now();
+        let warmed = self.make_resident(&mut slots, srs, &fp).map(|r| Bytes(r.bytes()));
+        *self.resident_ids.lock().unwrap_or_else(|p| p.into_inner()) = slots.iter().map(|r| r.id.clone()).collect();
+        let bytes = warmed.map_err(|e| self.device_error(e))?;
+        tracing::info!(device = %self.dev.label(), circuit = %srs.id, "bases of {} on the device ahead of its first witness: {} in {:.2} s", srs.id, bytes, started.elapsed().as_secs_f64());
+        Ok(())
     }
 
     fn prove(

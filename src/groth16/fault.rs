@@ -72,6 +72,10 @@ impl ProvingBackend for FaultInjecting {
         self.inner.holds(circuit)
     }
 
+    fn warm(&self, srs: &Srs, record: Option<&std::sync::Arc<crate::groth16::Precompiled>>) -> Result<(), BackendError> {
+        self.inner.warm(srs, record)
+    }
+
     fn streamed(&self, circuit: &crate::srs::CircuitId) -> Vec<&'static str> {
         self.inner.streamed(circuit)
     }

@@ -51,6 +51,24 @@ pub fn stoppable<R>(stop: StopFn, f: impl FnOnce() -> R) -> R {
     super::scoped(&STOP, stop, f)
 }
 
+/// Held while one fork item runs; dropping it lets the next item in.
+pub type Permit = Box<dyn std::any::Any + Send>;
+
+/// Asked before each fork item starts, with the synthesis's stop token: waits until the item may
+/// run and returns what it holds while it runs, or `None` when the token said stop meanwhile.
+pub type AdmitFn = Arc<dyn Fn(&dyn Fn() -> bool) -> Option<Permit> + Send + Sync>;
+
+thread_local! {
+    static ADMIT: RefCell<Option<AdmitFn>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, a synthesis on this thread, so that each item of every [`WitnessCs::fork_map`] it
+/// calls waits for `admit` before it runs: the engine's CPU gate (engine/gate.rs) lets the forks
+/// of the partition a device needs first run before those of later partitions.
+pub fn admitted<R>(admit: AdmitFn, f: impl FnOnce() -> R) -> R {
+    super::scoped(&ADMIT, admit, f)
+}
+
 /// What one item adds to the witness.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Shape {
@@ -133,10 +151,16 @@ impl WitnessCs {
             .collect();
         let densities = Mutex::new((a_aux_density, b_input_density, b_aux_density));
         let stop = STOP.with(|s| s.borrow().clone());
+        let stopped = || stop.as_ref().is_some_and(|stop| stop());
+        let admit = ADMIT.with(|a| a.borrow().clone());
         let results: Vec<Result<R, ForkError>> = jobs
             .into_par_iter()
             .map(|(i, ((((item, a), b), input), aux))| {
-                if stop.as_ref().is_some_and(|stop| stop()) {
+                let _permit = match &admit {
+                    Some(admit) => Some(admit(&stopped).ok_or(ForkError::Stopped { item: i })?),
+                    None => None,
+                };
+                if stopped() {
                     return Err(ForkError::Stopped { item: i });
                 }
                 let mut cs = ForkCs(Mode::Fill(Fill {
@@ -569,6 +593,37 @@ mod tests {
         assert!(matches!(e, ForkError::Stopped { .. }), "{e}");
         // the token was this call's only
         assert!(forked((0..ITEMS).collect(), &shape).is_ok());
+    }
+
+    /// Every item is admitted once and holds its permit while it runs; an admission refused (its
+    /// synthesis stopped while it waited) ends the synthesis with Stopped; the witness is unchanged.
+    #[test]
+    fn each_item_waits_for_its_admission() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        struct Held(Arc<AtomicUsize>);
+        impl Drop for Held {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let shape = ItemShape::default();
+        let seq = synthesize(Toy).unwrap();
+        let (admits, inside) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let admit: AdmitFn = {
+            let (admits, inside) = (admits.clone(), inside.clone());
+            Arc::new(move |_stop: &dyn Fn() -> bool| {
+                admits.fetch_add(1, Ordering::SeqCst);
+                inside.fetch_add(1, Ordering::SeqCst);
+                Some(Box::new(Held(inside.clone())) as Permit)
+            })
+        };
+        let w = admitted(admit, || forked((0..ITEMS).collect(), &shape)).unwrap();
+        assert_eq!(w.first_difference(&seq), None);
+        assert_eq!(admits.load(Ordering::SeqCst), ITEMS as usize);
+        assert_eq!(inside.load(Ordering::SeqCst), 0, "a permit outlived its item");
+        let refuse: AdmitFn = Arc::new(|_stop: &dyn Fn() -> bool| None);
+        let e = admitted(refuse, || forked((0..ITEMS).collect(), &shape)).unwrap_err();
+        assert!(matches!(e, ForkError::Stopped { .. }), "{e}");
     }
 
     /// Items with one aux variable more or less than the shape, and a failing item: errors that

@@ -257,6 +257,15 @@ pub trait ProvingBackend: Send + Sync {
         false
     }
 
+    /// Moves `srs`'s bases onto the device ahead of the circuit's first witness, with `record`
+    /// when witnesses will be deferred to it, so that the upload overlaps that witness's
+    /// synthesis instead of following it. A failure costs only the head start: the first proof
+    /// uploads what is missing. The default (a backend without memory of its own) does nothing.
+    fn warm(&self, srs: &Srs, record: Option<&std::sync::Arc<Precompiled>>) -> Result<(), BackendError> {
+        let _ = (srs, record);
+        Ok(())
+    }
+
     /// Proves one circuit with fresh r and s from OsRng. `release` is called with the byte count of
     /// each witness buffer once it is no longer needed.
     fn prove(
@@ -306,7 +315,7 @@ pub mod prover;
 pub mod verify;
 
 pub use assignment::{synthesize, synthesize_with, WitnessCs};
-pub use fork::{stoppable, ForkCs, ForkError, ItemShape, StopFn};
+pub use fork::{admitted, stoppable, AdmitFn, ForkCs, ForkError, ItemShape, Permit, StopFn};
 pub use precompiled::{precompiled, precompiled_as, Fill, Precompiled};
 pub use cpu::CpuBackend;
 pub use verify::verify;

@@ -76,6 +76,8 @@ struct FakeBackend {
     fills: bool,
     /// For each proof, whether its witness came with a and b left to the device.
     deferred: Arc<Mutex<Vec<bool>>>,
+    /// For each request to move a circuit's bases ahead, the proofs made before it.
+    warmed: Arc<Mutex<Vec<usize>>>,
 }
 
 impl FakeBackend {
@@ -91,6 +93,7 @@ impl FakeBackend {
             holds,
             fills: false,
             deferred: Arc::new(Mutex::new(vec![])),
+            warmed: Arc::new(Mutex::new(vec![])),
         }
     }
 }
@@ -107,6 +110,10 @@ impl ProvingBackend for FakeBackend {
     }
     fn fills_from_record(&self, _srs: &Srs, _record: &Precompiled) -> bool {
         self.fills
+    }
+    fn warm(&self, _srs: &Srs, _record: Option<&Arc<Precompiled>>) -> Result<(), BackendError> {
+        self.warmed.lock().unwrap().push(self.calls.load(Ordering::SeqCst));
+        Ok(())
     }
     fn prove(&self, w: Witness, _srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
@@ -531,6 +538,32 @@ fn placement_prefers_the_device_that_holds_the_circuit() {
     assert!(cold.calls.load(Ordering::SeqCst) > 0, "a queue deeper than an upload's cost spills over");
     assert!(warm.calls.load(Ordering::SeqCst) > cold.calls.load(Ordering::SeqCst));
     engine.shutdown();
+}
+
+/// A device without the circuit's bases is asked to move them while the first witness is
+/// synthesized, before its first proof; one that holds them is not asked.
+#[test]
+fn a_device_moves_the_bases_while_the_first_witness_is_synthesized() {
+    let backend = |holds| Arc::new(FakeBackend::porep(Duration::from_millis(20), holds));
+    for holds in [false, true] {
+        let device = backend(holds);
+        let engine = Engine::start(
+            EngineSettings::from_config(&snarkd::config::Config::default()),
+            Sizing::derive(snarkd::engine::WitnessBudget::fixed(Bytes(1 << 30), "test"), 2),
+            vec![device.clone()],
+            Arc::new(FakeSrs::new()),
+            Arc::new(|_, _, _| Ok(true)),
+        );
+        let job = engine.submit(statement(ProofKind::PorepC2, 2, 16, Duration::from_millis(300)), SubmitOptions::default()).unwrap();
+        assert_eq!(wait_done(&engine, &job.job_id, Duration::from_secs(10)).state, JobState::Done);
+        let warmed = device.warmed.lock().unwrap().clone();
+        if holds {
+            assert!(warmed.is_empty(), "a device that holds the bases was asked to move them: {warmed:?}");
+        } else {
+            assert_eq!(warmed.first(), Some(&0), "the bases were not moved before the first proof: {warmed:?}");
+        }
+        engine.shutdown();
+    }
 }
 
 /// x_{i+1} = x_i · x_i, a real circuit small enough to record and synthesize in a test.
