@@ -19,7 +19,7 @@ use rand_core::OsRng;
 
 use super::device::{GpuDevice, GpuError};
 use super::msm::{Bases, DeviceBases, G1, G2, STREAM_SPARE};
-use super::partition::{self, Ab, PartitionBases, PartitionInput, PartitionOutput, Prefetched, Selection};
+use super::partition::{self, Ab, Next, PartitionBases, PartitionInput, PartitionOutput, Prefetched, Selection};
 use super::record::DeviceRecord;
 use super::types::AsDevice;
 use crate::groth16::prover::{assemble, check_shape, MsmSums};
@@ -107,8 +107,8 @@ pub struct GpuBackend {
     prefetched: Mutex<Option<(WitnessKey, Prefetched)>>,
 }
 
-/// Which witness a prefetch belongs to: where its a and b live, their lengths, and a sample of
-/// their values (so a later witness that happens to reuse the same allocations is not taken for
+/// Which witness a prefetch belongs to: where its a, b and aux live, their lengths, and a sample
+/// of their values (so a later witness that happens to reuse the same allocations is not taken for
 /// it). A mix-up could only cost a proof that fails verification, never a wrong reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct WitnessKey([u64; 5]);
@@ -122,8 +122,15 @@ impl WitnessKey {
                 words.iter().fold(h, |h, &w| (h ^ w as u64).wrapping_mul(0x100_0000_01b3).rotate_left(17))
             })
         };
-        let (a, b) = (&w.a, &w.b);
-        WitnessKey([a.as_ptr() as u64, a.len() as u64, b.as_ptr() as u64, b.len() as u64, sample(a) ^ sample(b).rotate_left(32)])
+        // a witness whose a and b the device makes has them empty: its aux tells it apart
+        let (a, b, aux) = (&w.a, &w.b, &w.aux);
+        WitnessKey([
+            a.as_ptr() as u64 ^ (a.len() as u64).rotate_left(48),
+            b.as_ptr() as u64 ^ (b.len() as u64).rotate_left(48),
+            aux.as_ptr() as u64,
+            aux.len() as u64,
+            sample(a) ^ sample(b).rotate_left(21) ^ sample(aux).rotate_left(42),
+        ])
     }
 }
 
@@ -256,11 +263,13 @@ impl GpuBackend {
             (Some(_), None) => return Err(self.dev.err("record", "the witness's record is not on the device")),
             (None, _) => Ab::Host { a: &w.a, b: &w.b },
         };
-        // only a whole witness of the same shape: the next proof of the same circuit, as a rule
-        let next_ab = next
-            .filter(|n| n.record.is_none() && w.record.is_none() && n.a.len() == w.a.len())
-            .map(|n| (n.a.as_slice(), n.b.as_slice()));
-        let input = PartitionInput { ab, input: &w.input, aux: &w.aux, a_select, b_select, next: next_ab };
+        // only a witness of the same shape: the next proof of the same circuit, as a rule
+        let next = next.and_then(|n| match (&n.record, &w.record) {
+            (None, None) if n.a.len() == w.a.len() => Some(Next::Ab(&n.a, &n.b)),
+            (Some(next_record), Some(record)) if Arc::ptr_eq(next_record, record) => Some(Next::Aux(&n.aux)),
+            _ => None,
+        });
+        let input = PartitionInput { ab, input: &w.input, aux: &w.aux, a_select, b_select, next };
         let ab_bytes = (w.a.len() + w.b.len()) as u64 * 32;
         partition::run(&self.dev, &bases, &input, prefetched, &mut || release(ab_bytes))
     }

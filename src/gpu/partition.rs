@@ -8,7 +8,8 @@
 //! A's and B's scalars are picked from it on the device by their density bits
 //! ([`select_scalars`]), so the host neither collects them nor uploads them again. When the next
 //! proof is already waiting, that thread then uploads its a and b on a third stream, so that the
-//! next partition starts with its transforms instead of its uploads.
+//! next partition starts with its transforms instead of its uploads; when the device makes a and
+//! b from the circuit's record, the next proof's aux goes up instead, after the H MSM.
 //!
 //! [`GpuBackend`]: super::GpuBackend
 
@@ -61,10 +62,21 @@ pub(crate) struct PartitionInput<'a> {
     pub a_select: Selection<'a>,
     /// B_G1's and B_G2's scalars (one per base of `PartitionBases::b_g1`).
     pub b_select: Selection<'a>,
-    /// The next proof's a and b, when it is already waiting: they go up after this proof's own
-    /// uploads, during its h and H MSM, so that the next h need not wait for them
+    /// The next proof's inputs, when it is already waiting, to upload during this proof
     /// ([`PartitionOutput::next`]).
-    pub next: Option<(&'a [Fr], &'a [Fr])>,
+    pub next: Option<Next<'a>>,
+}
+
+/// What the next proof uploads first, moved during the proof before it.
+#[derive(Clone, Copy)]
+pub(crate) enum Next<'a> {
+    /// a and b made on the host: they go up after this proof's own uploads, during its h and
+    /// H MSM, so that the next h need not wait for them.
+    Ab(&'a [Fr], &'a [Fr]),
+    /// The aux of a witness whose a and b the device makes from the record: it goes up once
+    /// this proof's H MSM has freed h's buffers, during L, A and B, so that the next proof
+    /// starts with the record's evaluation instead of the aux's upload.
+    Aux(&'a [Fr]),
 }
 
 /// Where a proof's a and b come from.
@@ -86,10 +98,10 @@ impl Ab<'_> {
     }
 }
 
-/// A proof's a and b, uploaded during the partition proved before it.
-pub(crate) struct Prefetched {
-    pub a: Upload,
-    pub b: Upload,
+/// A proof's first inputs, uploaded during the partition proved before it ([`Next`]).
+pub(crate) enum Prefetched {
+    Ab { a: Upload, b: Upload },
+    Aux(Upload),
 }
 
 /// The MSM results; `b_g2` is `None` when there were no B_G2 bases.
@@ -99,8 +111,8 @@ pub(crate) struct PartitionOutput {
     pub a: G1Projective,
     pub b_g1: G1Projective,
     pub b_g2: Option<G2Projective>,
-    /// The next proof's a and b, on their way ([`PartitionInput::next`]); None when there was no next
-    /// proof or its buffers would not have fit.
+    /// The next proof's inputs, on their way ([`PartitionInput::next`]); None when there was no
+    /// next proof or its buffers would not have fit.
     pub next: Option<Prefetched>,
     /// Milliseconds of the compute stream from the start to the end of each step, in order:
     /// [`STEPS`]. A step includes any wait for its uploads.
@@ -156,31 +168,45 @@ pub(crate) fn run(
         Ok((dev.alloc::<u64>(words)?, dev.alloc::<u32>(words)?))
     };
     let (a_meta, b_meta) = (density_bufs(&inp.a_select)?, density_bufs(&inp.b_select)?);
-    let mut bufs = dev.alloc_for_upload(&[n_aux, n_a, n_b])?.into_iter();
+    // an aux that the proof before uploaded needs no buffer here
+    let (prefetched_aux, prefetched) = match prefetched {
+        Some(Prefetched::Aux(up)) if up.len() == n_aux => (Some(up), None),
+        other => (None, other),
+    };
+    let lens: &[usize] = if prefetched_aux.is_some() { &[n_a, n_b] } else { &[n_a, n_b, n_aux] };
+    let mut bufs = dev.alloc_for_upload(lens)?.into_iter();
     let mut next = || bufs.next().ok_or_else(|| dev.err("upload", "missing buffer"));
-    let (aux_buf, a_buf, b_buf) = (next()?, next()?, next()?);
+    let (a_buf, b_buf, aux_buf) = (next()?, next()?, bufs.next());
     // The next proof's a and b go up after this proof's own uploads, during h and the H MSM,
     // when their buffers leave room for this proof's h (3 m) and H MSM scratch (about as much).
     let next_bufs = match inp.next {
-        Some((next_a, next_b)) => {
+        Some(Next::Ab(next_a, next_b)) => {
             let next_m = next_a.len().max(next_b.len()).max(1).next_power_of_two();
             dev.prefetch_buffers(&[next_m; 2], 6 * m as u64 * 32)?
         }
-        None => None,
+        _ => None,
     };
     std::thread::scope(|scope| -> Result<PartitionOutput, GpuError> {
-        // From a record, a and b are made from the aux, which therefore goes up first.
-        let mut aux_buf = Some(aux_buf);
+        // From a record, a and b are made from the aux, which therefore goes up first (or came
+        // up during the proof before).
+        let mut aux_buf = aux_buf;
         let (a, b, aux_ready) = match (&inp.ab, prefetched) {
             (Ab::Record(record), _) => {
-                let aux = dev.ready(dev.upload_async(Fr::as_device(inp.aux), aux_buf.take().expect("not taken yet"))?)?;
+                let aux = match (prefetched_aux, aux_buf.take()) {
+                    (Some(up), _) => dev.ready(up)?,
+                    (None, Some(buf)) => dev.ready(dev.upload_async(Fr::as_device(inp.aux), buf)?)?,
+                    (None, None) => return Err(dev.err("upload", "no buffer for the aux")),
+                };
                 tl.note("aux staged");
                 let input = dev.upload(Fr::as_device(inp.input))?;
                 let (a, b) = record.evaluate(dev, &input, &aux, m)?;
                 (Values::Device(dev.resident(a)?), Values::Device(dev.resident(b)?), Some(aux))
             }
-            (Ab::Host { .. }, Some(p)) => (Values::Device(p.a), Values::Device(p.b), None),
-            (Ab::Host { a, b }, None) => (Values::Host(a), Values::Host(b), None),
+            // (an aux prefetched for a host-made witness is taken as it is)
+            (Ab::Host { .. }, Some(Prefetched::Ab { a, b })) => {
+                (Values::Device(a), Values::Device(b), prefetched_aux.map(|up| dev.ready(up)).transpose()?)
+            }
+            (Ab::Host { a, b }, _) => (Values::Host(*a), Values::Host(*b), prefetched_aux.map(|up| dev.ready(up)).transpose()?),
         };
         tl.note("buffers allocated");
         let mut h = dom.h(dev, a, b, None)?;
@@ -200,13 +226,13 @@ pub(crate) fn run(
                 let _ = tx.send(dev.upload_async(Fr::as_device(inp.aux), aux_buf)?);
                 tl.note("upload: aux staged");
             }
-            let (Some((next_a, next_b)), Some(bufs)) = (inp.next, next_bufs) else { return Ok(None) };
+            let (Some(Next::Ab(next_a, next_b)), Some(bufs)) = (inp.next, next_bufs) else { return Ok(None) };
             let [a_buf, b_buf]: [CudaSlice<DevFr>; 2] = bufs.try_into().map_err(|_| dev.err("prefetch", "two buffers"))?;
             let a = dev.prefetch_async(Fr::as_device(next_a), a_buf)?;
             tl.note("upload: next a staged");
             let b = dev.prefetch_async(Fr::as_device(next_b), b_buf)?;
             tl.note("upload: next b staged");
-            Ok(Some(Prefetched { a, b }))
+            Ok(Some(Prefetched::Ab { a, b }))
         }));
         let mut aux_upload = || -> Result<Upload, GpuError> {
             rx.recv().map_err(|_| match up.take().map(|t| t.join()) {
@@ -219,6 +245,18 @@ pub(crate) fn run(
         tl.note("H msm returned");
         drop(h);
         marks.push(dev.mark()?);
+        // the next proof's aux, when h's buffers leave room for it beside the MSMs' scratch
+        let next_aux = match inp.next {
+            Some(Next::Aux(next)) => Some(scope.spawn(move || -> Result<Option<Prefetched>, GpuError> {
+                let Some(buf) = dev.prefetch_buffers(&[next.len()], 2 * m as u64 * 32)?.and_then(|mut b| b.pop()) else {
+                    return Ok(None);
+                };
+                let up = dev.prefetch_async(Fr::as_device(next), buf)?;
+                tl.note("upload: next aux staged");
+                Ok(Some(Prefetched::Aux(up)))
+            })),
+            _ => None,
+        };
         let mut l = match aux_ready {
             Some(aux) => aux,
             None => dev.ready(aux_upload()?)?,
@@ -247,11 +285,14 @@ pub(crate) fn run(
         marks.push(dev.mark()?);
         dev.sync()?;
         tl.note("B_G2 msm done, compute stream idle");
-        let next = match up.take().map(|t| t.join()) {
-            Some(Ok(r)) => r?,
-            Some(Err(_)) => return Err(dev.err("upload", "the upload thread panicked")),
-            None => None,
-        };
+        let mut next = None;
+        for thread in [up.take(), next_aux] {
+            match thread.map(|t| t.join()) {
+                Some(Ok(r)) => next = next.or(r?),
+                Some(Err(_)) => return Err(dev.err("upload", "the upload thread panicked")),
+                None => {}
+            }
+        }
         tl.note("upload thread joined");
         let steps = marks
             .windows(2)

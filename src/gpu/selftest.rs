@@ -442,7 +442,7 @@ pub fn bench_prove_shape(dev: &GpuDevice, shape: Shape, mix: Distribution) -> Re
     let dense = Density::all(shape.aux);
     let mut rows = Vec::new();
     for pipelined in [false, true] {
-        let next = pipelined.then_some((a.as_slice(), b.as_slice()));
+        let next = pipelined.then_some(partition::Next::Ab(&a, &b));
         let select = || Selection { inputs: Cow::Borrowed(&[]), aux: &dense };
         let input = PartitionInput { ab: Ab::Host { a: &a, b: &b }, input: &[], aux: &aux, a_select: select(), b_select: select(), next };
         let mut t: Vec<Vec<f32>> = vec![Vec::new(); STEPS.len() + 1];
