@@ -240,7 +240,7 @@ impl ConstraintSystem<Fr> for WitnessCs {
             return;
         }
         w.input.extend_from_slice(&o.input[1..]);
-        w.b_input_density.extend_sharing_one(&o.b_input_density);
+        w.b_input_density.extend_sharing(&o.b_input_density, 1);
     }
 }
 

@@ -68,16 +68,28 @@ impl Density {
         self.grow(at + other.len);
         self.or_at(at, other);
     }
-    /// Appends the inputs' density of a part synthesized or recorded as a circuit of its own,
-    /// whose input 0 is the ONE it shares with `self`: that bit is OR-ed into ours, the others
-    /// follow ours.
-    pub fn extend_sharing_one(&mut self, other: &Density) {
-        if other.get(0) {
-            self.set(0);
+    /// Appends the density of a part whose first `shared` variables are ours (a part
+    /// synthesized or recorded as a circuit of its own shares the ONE input; a PoRep challenge
+    /// also reads the variables allocated before it): those bits are OR-ed into ours, the
+    /// others follow ours.
+    pub fn extend_sharing(&mut self, other: &Density, shared: usize) {
+        for i in (0..shared.min(other.len)).filter(|&i| other.get(i)) {
+            self.set(i);
         }
-        for i in 1..other.len {
-            self.push(other.get(i));
+        self.extend(&other.from_bit(shared));
+    }
+    /// The bits from `start` on, as a density of their own, a word at a time.
+    fn from_bit(&self, start: usize) -> Density {
+        let len = self.len.saturating_sub(start);
+        let (first, shift) = (start / 64, start % 64);
+        let word = |k: usize| self.words.get(k).copied().unwrap_or(0);
+        let mut words: Vec<u64> = (0..len.div_ceil(64))
+            .map(|k| if shift == 0 { word(first + k) } else { word(first + k) >> shift | word(first + k + 1) << (64 - shift) })
+            .collect();
+        if let Some(last) = words.last_mut().filter(|_| len % 64 != 0) {
+            *last &= (1u64 << (len % 64)) - 1;
         }
+        Density { words, len }
     }
     /// Lengthens to `len` variables; the new ones are unset.
     pub fn grow(&mut self, len: usize) {
@@ -343,6 +355,30 @@ mod tests {
         let mut grown = Density::all(70);
         grown.extend(&Density::all(70));
         assert_eq!(grown, Density::all(140));
+    }
+
+    /// A part's bits below `shared` are OR-ed into ours, the rest appended: the same as pushing
+    /// them one at a time, at every word offset.
+    #[test]
+    fn extend_sharing_equals_a_bit_at_a_time() {
+        let bits = |len: usize, step: usize| {
+            let mut d = Density::with_len(len);
+            (0..len).filter(|i| i % step == 0 || i % 7 == 3).for_each(|i| d.set(i));
+            d
+        };
+        for (ours, theirs, shared) in [(1, 1, 1), (5, 130, 1), (64, 200, 0), (100, 300, 37), (130, 64, 64), (70, 199, 70)] {
+            let (mut got, other) = (bits(ours, 5), bits(theirs, 3));
+            let mut expected = got.clone();
+            for i in 0..theirs {
+                match i < shared {
+                    true if other.get(i) => expected.set(i),
+                    true => {}
+                    false => expected.push(other.get(i)),
+                }
+            }
+            got.extend_sharing(&other, shared);
+            assert_eq!(got, expected, "{ours} bits, {theirs} more, {shared} shared");
+        }
     }
 
     #[test]

@@ -220,6 +220,10 @@ impl<Tree: 'static + MerkleTreeTrait> Statement for Porep<Tree> {
         synthesize_circuit(partition, self.partition_circuit(partition)?)
     }
     fn record(&self) -> Result<crate::groth16::Precompiled, SnarkError> {
+        check_partition(0, self.partitions())?;
+        split::record_porep::<Tree>(0, &self.pub_inputs, &self.vanilla[0])
+    }
+    fn record_sequential(&self) -> Result<crate::groth16::Precompiled, SnarkError> {
         record_circuit(0, self.partition_circuit(0)?)
     }
     fn public_inputs(&self, partition: usize) -> Result<Vec<blstrs::Scalar>, SnarkError> {

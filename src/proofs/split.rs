@@ -75,6 +75,45 @@ pub(super) fn porep<Tree: 'static + MerkleTreeTrait>(
     pub_inputs: &PorepInputs<Tree>,
     vanilla: &[VanillaSealProof<Tree>],
 ) -> Result<Witness, SnarkError> {
+    let values = porep_values(partition, pub_inputs, vanilla)?;
+    let shape = item_shape(id, "challenge");
+    let proofs = challenge_circuits(StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<&mut WitnessCs>, vanilla);
+    synthesized(
+        partition,
+        synthesize_with(|cs| {
+            let p = porep_prefix::<Tree, _>(cs, &values)?;
+            // lines 161–169, one fork per challenge
+            cs.fork_map(proofs, &shape, |cs, proof| proof.synthesize(cs, &p.comm_d, &p.comm_c, &p.comm_r_last, &p.replica_id_bits))?;
+            Ok(())
+        }),
+    )
+}
+
+/// PoRep recorded for precompiled synthesis a challenge at a time in parallel
+/// ([`Precompiled::record_forked`]): a 32 GiB partition's record took 78–91 s on one thread.
+/// The same record as the sequential one (tested).
+pub(super) fn record_porep<Tree: 'static + MerkleTreeTrait>(
+    partition: usize,
+    pub_inputs: &PorepInputs<Tree>,
+    vanilla: &[VanillaSealProof<Tree>],
+) -> Result<Precompiled, SnarkError> {
+    let values = porep_values(partition, pub_inputs, vanilla)?;
+    let proofs = challenge_circuits(StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<&mut WitnessCs>, vanilla);
+    recorded(
+        partition,
+        Precompiled::record_forked(|cs| porep_prefix::<Tree, _>(cs, &values), proofs, |cs, p, proof| {
+            proof.synthesize(cs, &p.comm_d, &p.comm_c, &p.comm_r_last, &p.replica_id_bits)
+        }),
+    )
+}
+
+/// The values `StackedCompound::circuit` (lines 285–318) gives the prefix: replica id, comm_d,
+/// comm_r, comm_r_last and comm_c.
+fn porep_values<Tree: 'static + MerkleTreeTrait>(
+    partition: usize,
+    pub_inputs: &PorepInputs<Tree>,
+    vanilla: &[VanillaSealProof<Tree>],
+) -> Result<[Fr; 5], SnarkError> {
     let roots = || {
         let first = vanilla.first().ok_or_else(|| anyhow::anyhow!("no vanilla proofs"))?;
         let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
@@ -86,37 +125,39 @@ pub(super) fn porep<Tree: 'static + MerkleTreeTrait>(
         Ok((tau.comm_d.into(), tau.comm_r.into(), comm_r_last.into(), comm_c.into()))
     };
     let (comm_d, comm_r, comm_r_last, comm_c): (Fr, Fr, Fr, Fr) = built(partition, roots())?;
-    let replica_id: Fr = pub_inputs.replica_id.into();
-    let shape = item_shape(id, "challenge");
-    let proofs = challenge_circuits(StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<&mut WitnessCs>, vanilla);
+    Ok([pub_inputs.replica_id.into(), comm_d, comm_r, comm_r_last, comm_c])
+}
 
-    synthesized(
-        partition,
-        synthesize_with(|cs| {
-            // lines 97–142
-            let replica_id_num = AllocatedNum::alloc(cs.namespace(|| "replica_id"), || Ok(replica_id))?;
-            replica_id_num.inputize(cs.namespace(|| "replica_id_input"))?;
-            let replica_id_bits = reverse_bit_numbering(replica_id_num.to_bits_le(cs.namespace(|| "replica_id_bits"))?);
-            let comm_d_num = AllocatedNum::alloc(cs.namespace(|| "comm_d"), || Ok(comm_d))?;
-            comm_d_num.inputize(cs.namespace(|| "comm_d_input"))?;
-            let comm_r_num = AllocatedNum::alloc(cs.namespace(|| "comm_r"), || Ok(comm_r))?;
-            comm_r_num.inputize(cs.namespace(|| "comm_r_input"))?;
-            let comm_r_last_num = AllocatedNum::alloc(cs.namespace(|| "comm_r_last"), || Ok(comm_r_last))?;
-            let comm_c_num = AllocatedNum::alloc(cs.namespace(|| "comm_c"), || Ok(comm_c))?;
-            // lines 145–159
-            let hash_num = <Tree::Hasher as Hasher>::Function::hash2_circuit(
-                cs.namespace(|| "H_comm_c_comm_r_last"),
-                &comm_c_num,
-                &comm_r_last_num,
-            )?;
-            constraint::equal(cs, || "enforce comm_r = H(comm_c || comm_r_last)", &comm_r_num, &hash_num);
-            // lines 161–169, one fork per challenge
-            cs.fork_map(proofs, &shape, |cs, proof| {
-                proof.synthesize(cs, &comm_d_num, &comm_c_num, &comm_r_last_num, &replica_id_bits)
-            })?;
-            Ok(())
-        }),
-    )
+/// What PoRep's challenges read of the prefix.
+struct PorepPrefix {
+    comm_d: AllocatedNum<Fr>,
+    comm_c: AllocatedNum<Fr>,
+    comm_r_last: AllocatedNum<Fr>,
+    replica_id_bits: Vec<Boolean>,
+}
+
+/// `StackedCircuit::synthesize`'s lines 97–159, before its challenge loop, on any constraint
+/// system (the witness's, or the record's).
+fn porep_prefix<Tree: MerkleTreeTrait, CS: ConstraintSystem<Fr>>(cs: &mut CS, values: &[Fr; 5]) -> Result<PorepPrefix, SynthesisError> {
+    let [replica_id, comm_d, comm_r, comm_r_last, comm_c] = *values;
+    // lines 97–142
+    let replica_id_num = AllocatedNum::alloc(cs.namespace(|| "replica_id"), || Ok(replica_id))?;
+    replica_id_num.inputize(cs.namespace(|| "replica_id_input"))?;
+    let replica_id_bits = reverse_bit_numbering(replica_id_num.to_bits_le(cs.namespace(|| "replica_id_bits"))?);
+    let comm_d_num = AllocatedNum::alloc(cs.namespace(|| "comm_d"), || Ok(comm_d))?;
+    comm_d_num.inputize(cs.namespace(|| "comm_d_input"))?;
+    let comm_r_num = AllocatedNum::alloc(cs.namespace(|| "comm_r"), || Ok(comm_r))?;
+    comm_r_num.inputize(cs.namespace(|| "comm_r_input"))?;
+    let comm_r_last_num = AllocatedNum::alloc(cs.namespace(|| "comm_r_last"), || Ok(comm_r_last))?;
+    let comm_c_num = AllocatedNum::alloc(cs.namespace(|| "comm_c"), || Ok(comm_c))?;
+    // lines 145–159
+    let hash_num = <Tree::Hasher as Hasher>::Function::hash2_circuit(
+        cs.namespace(|| "H_comm_c_comm_r_last"),
+        &comm_c_num,
+        &comm_r_last_num,
+    )?;
+    constraint::equal(cs, || "enforce comm_r = H(comm_c || comm_r_last)", &comm_r_num, &hash_num);
+    Ok(PorepPrefix { comm_d: comm_d_num, comm_c: comm_c_num, comm_r_last: comm_r_last_num, replica_id_bits })
 }
 
 /// The circuit's per-challenge proofs. Their type (`stacked::circuit::params::Proof`) is public but

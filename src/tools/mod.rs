@@ -114,12 +114,20 @@ pub struct BenchRow {
 
 /// One partition's synthesis three ways, alternating runs: sequential (the library's circuit),
 /// parallel (forks), and parallel with the circuit's precompiled record (recorded once first, the
-/// time of which is the fourth row); each parallel witness must equal the sequential one.
-pub fn bench_synthesis(request: &ProofRequest, partition: usize, runs: usize) -> anyhow::Result<[BenchRow; 4]> {
+/// time of which is the fourth row, and once more from the library's circuit on one thread, the
+/// fifth); each parallel witness must equal the sequential one, and the records each other.
+pub fn bench_synthesis(request: &ProofRequest, partition: usize, runs: usize) -> anyhow::Result<[BenchRow; 5]> {
     let statement = crate::proofs::prepare(request)?;
     let t = Instant::now();
     let record = std::sync::Arc::new(statement.record()?);
     let record_time = Samples(vec![t.elapsed()]);
+    let t = Instant::now();
+    let sequential_record = statement.record_sequential()?;
+    let sequential_record_time = Samples(vec![t.elapsed()]);
+    if let Some(what) = record.first_difference(&sequential_record) {
+        bail!("the record differs from the one made on one thread: {what}");
+    }
+    drop(sequential_record);
     let [mut sequential, mut parallel, mut precompiled] = [(); 3].map(|_| Samples(vec![]));
     for run in 0..runs.max(1) {
         let t = Instant::now();
@@ -146,6 +154,7 @@ pub fn bench_synthesis(request: &ProofRequest, partition: usize, runs: usize) ->
         BenchRow { name: "parallel".into(), samples: parallel },
         BenchRow { name: "precompiled".into(), samples: precompiled },
         BenchRow { name: format!("record ({})", crate::units::Bytes(record.bytes())), samples: record_time },
+        BenchRow { name: "record on one thread".into(), samples: sequential_record_time },
     ])
 }
 
