@@ -158,11 +158,11 @@ fn synthesis(files: &[String]) {
     let runs = runs();
     println!("synthesis of partition 0, median of {runs}, {} threads", rayon::current_num_threads());
     for request in &requests {
-        let [sequential, parallel, precompiled, record] = snarkd::tools::bench_synthesis(request, 0, runs).unwrap();
+        let [sequential, parallel, precompiled, record, one_thread] = snarkd::tools::bench_synthesis(request, 0, runs).unwrap();
         let (s, p, c) = (sequential.samples.median(), parallel.samples.median(), precompiled.samples.median());
         // The process's first parallel synthesis of a circuit also counts its items' shape.
         println!(
-            "{}: sequential {:.3} s, parallel {:.3} s (first {:.3} s), precompiled {:.3} s, speedups {:.2}x / {:.2}x; {} in {:.3} s",
+            "{}: sequential {:.3} s, parallel {:.3} s (first {:.3} s), precompiled {:.3} s, speedups {:.2}x / {:.2}x; {} in {:.3} s ({:.3} s on one thread)",
             request.kind(),
             s.as_secs_f64(),
             p.as_secs_f64(),
@@ -172,6 +172,7 @@ fn synthesis(files: &[String]) {
             s.as_secs_f64() / c.as_secs_f64(),
             record.name,
             record.samples.median().as_secs_f64(),
+            one_thread.samples.median().as_secs_f64(),
         );
     }
 }

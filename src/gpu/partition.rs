@@ -206,7 +206,7 @@ pub(crate) fn run(
             (Ab::Host { .. }, Some(Prefetched::Ab { a, b })) => {
                 (Values::Device(a), Values::Device(b), prefetched_aux.map(|up| dev.ready(up)).transpose()?)
             }
-            (Ab::Host { a, b }, _) => (Values::Host(*a), Values::Host(*b), prefetched_aux.map(|up| dev.ready(up)).transpose()?),
+            (Ab::Host { a, b }, _) => (Values::Host(a), Values::Host(b), prefetched_aux.map(|up| dev.ready(up)).transpose()?),
         };
         tl.note("buffers allocated");
         let mut h = dom.h(dev, a, b, None)?;

@@ -76,10 +76,10 @@ impl Density {
         for i in (0..shared.min(other.len)).filter(|&i| other.get(i)) {
             self.set(i);
         }
-        self.extend(&other.from_bit(shared));
+        self.extend(&other.tail(shared));
     }
     /// The bits from `start` on, as a density of their own, a word at a time.
-    fn from_bit(&self, start: usize) -> Density {
+    fn tail(&self, start: usize) -> Density {
         let len = self.len.saturating_sub(start);
         let (first, shift) = (start / 64, start % 64);
         let word = |k: usize| self.words.get(k).copied().unwrap_or(0);
