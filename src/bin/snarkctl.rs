@@ -217,7 +217,7 @@ async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
             let pd = params_dir.clone();
             let manifest = tokio::task::spawn_blocking(move || snarkd::tools::ensure_testdata(&pd, size)).await??;
             let daemon = snarkd::tools::TempDaemon::builder(&params_dir).start()?;
-            let grpc_socket = daemon.dir().join("cuzk.sock");
+            let grpc_socket = daemon.grpc_socket();
             eprintln!("transport: snarkd ready on {} and {}; {rounds} {kind} proofs each", daemon.socket.display(), grpc_socket.display());
             let report = snarkd::tools::transport::compare_prove(&daemon.socket, &grpc_socket, &manifest, kind, rounds).await;
             daemon.stop()?;

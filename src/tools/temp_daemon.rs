@@ -196,7 +196,7 @@ impl TempDaemonBuilder {
 pub struct TempDaemon {
     child: Child,
     dir: tempfile::TempDir,
-    /// The JSON-RPC socket (the gRPC one is `cuzk.sock` beside it).
+    /// The JSON-RPC socket (the gRPC one is beside it: [`TempDaemon::grpc_socket`]).
     pub socket: PathBuf,
     pub config: PathBuf,
     /// The daemon's stderr: its log, as text.
@@ -205,6 +205,11 @@ pub struct TempDaemon {
 }
 
 impl TempDaemon {
+    /// Where it serves gRPC: the default `cuzk.sock` beside its JSON-RPC socket.
+    pub fn grpc_socket(&self) -> PathBuf {
+        self.socket.with_file_name(crate::config::DEFAULT_GRPC_SOCKET_NAME)
+    }
+
     /// A daemon using the parameters in `params_dir`, to configure before it starts.
     pub fn builder(params_dir: &Path) -> TempDaemonBuilder {
         TempDaemonBuilder {

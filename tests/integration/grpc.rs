@@ -21,13 +21,8 @@ use snarkd::tools::transport::{compare_prove, curio_request};
 
 type Client = ProvingEngineClient<Channel>;
 
-/// Where a harness daemon serves gRPC: the default `cuzk.sock` beside its JSON-RPC socket.
-fn grpc_socket(d: &Daemon) -> PathBuf {
-    d.socket.with_file_name("cuzk.sock")
-}
-
 async fn connect(d: &Daemon) -> Client {
-    snarkd::grpc::client::connect(&grpc_socket(d)).await.unwrap_or_else(|e| panic!("{e:#}\n{}", d.log_text()))
+    snarkd::grpc::client::connect(&d.grpc_socket()).await.unwrap_or_else(|e| panic!("{e:#}\n{}", d.log_text()))
 }
 
 /// `kind`'s 2 KiB request in Curio's layout (after checking its parameters are there).
@@ -244,7 +239,7 @@ fn prove_in_background(socket: PathBuf, kind: ProofKind) -> std::thread::JoinHan
 #[test]
 fn sigterm_refuses_new_proofs_finishes_the_one_in_flight_and_removes_the_socket() {
     let mut d = start("");
-    let socket = grpc_socket(&d);
+    let socket = d.grpc_socket();
     let in_flight = prove_in_background(socket.clone(), ProofKind::PorepC2);
     block_on(async {
         let mut c = connect(&d).await;
@@ -267,7 +262,7 @@ fn sigterm_refuses_new_proofs_finishes_the_one_in_flight_and_removes_the_socket(
 #[test]
 fn a_drain_timeout_ends_the_proof_in_flight_as_cancelled() {
     let mut d = start("[daemon]\ndrain_timeout = \"10ms\"\n");
-    let socket = grpc_socket(&d);
+    let socket = d.grpc_socket();
     let in_flight = prove_in_background(socket.clone(), ProofKind::PorepC2);
     block_on(async {
         let mut c = connect(&d).await;
@@ -306,7 +301,7 @@ fn a_peer_off_the_allow_list_gets_permission_denied() {
     for dir in [d.dir(), d.socket.parent().unwrap()] {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let stream = std::sync::Mutex::new(Some(connect_as_nobody(&grpc_socket(&d))));
+    let stream = std::sync::Mutex::new(Some(connect_as_nobody(&d.grpc_socket())));
     block_on(async {
         let channel = tonic::transport::Endpoint::from_static("http://nobody")
             .connect_with_connector(tower::service_fn(move |_: http::Uri| {
@@ -333,7 +328,7 @@ fn a_peer_off_the_allow_list_gets_permission_denied() {
 fn grpc_and_json_rpc_prove_the_same_request_in_comparable_time() {
     let _ = request(ProofKind::WindowPost);
     let d = start("");
-    let report = block_on(compare_prove(&d.socket, &grpc_socket(&d), manifest(), ProofKind::WindowPost, 7))
+    let report = block_on(compare_prove(&d.socket, &d.grpc_socket(), manifest(), ProofKind::WindowPost, 7))
         .unwrap_or_else(|e| panic!("{e:#}\n{}", d.log_text()));
     eprintln!(
         "transport, WindowPoSt 2 KiB, {} rounds each: JSON-RPC Prove median {:.1} ms, gRPC Prove median {:.1} ms, ratio {:.3}",
