@@ -24,7 +24,6 @@ const STOP_POLL: Duration = Duration::from_millis(100);
 /// sorts first (ties in arrival order).
 pub(crate) struct OrderedGate<K: Ord> {
     state: Mutex<GateState<K>>,
-
 }
 
 struct GateState<K> {

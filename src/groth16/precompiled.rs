@@ -104,37 +104,16 @@ impl Precompiled {
     }
 
     /// Records a circuit made of parts alone, one after another (FallbackPoSt's sectors), with the
-    /// parts recorded in parallel: each runs through a recorder of its own as a circuit of its
-    /// own, with its own ONE, and the records are appended in order as bellperson's `extend`
-    /// appends synthesized parts (a part's ONE is ours, its other inputs and all its aux variables
-    /// follow ours). Equal to [`Precompiled::record`] of the whole circuit (tested at 2 KiB).
-    /// Parts go a batch at a time, so at most a batch's records are held beside the whole.
+    /// parts recorded in parallel: [`Precompiled::record_forked`] with nothing before the parts
+    /// but ONE, so each part is recorded as a circuit of its own and appended as bellperson's
+    /// `extend` appends synthesized parts (a part's ONE is ours, its other inputs and all its aux
+    /// variables follow ours). Equal to [`Precompiled::record`] of the whole circuit (tested at
+    /// 2 KiB).
     pub fn record_parts<T: Send>(
         parts: Vec<T>,
         f: impl Fn(&mut Recorder, T) -> Result<(), SynthesisError> + Sync,
     ) -> Result<Precompiled, PrecompileError> {
-        let mut whole = Recorder::default();
-        whole.alloc_input(|| "one", || Ok(Fr::ONE))?;
-        let batch = 4 * rayon::current_num_threads();
-        let mut parts = parts.into_iter().peekable();
-        while parts.peek().is_some() {
-            let recorded: Vec<Result<Recorder, SynthesisError>> = parts
-                .by_ref()
-                .take(batch)
-                .collect::<Vec<T>>()
-                .into_par_iter()
-                .map(|part| {
-                    let mut cs = Recorder::default();
-                    cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
-                    f(&mut cs, part)?;
-                    Ok(cs)
-                })
-                .collect();
-            for part in recorded {
-                whole.append(part?, 1, 0);
-            }
-        }
-        whole.finish()
+        Self::record_forked(|_| Ok(()), parts, |cs, (), part| f(cs, part))
     }
 
     /// Records a circuit made of a prefix, recorded by `prefix`, and parts that read the
@@ -142,7 +121,8 @@ impl Precompiled {
     /// parallel: each numbers its variables after the prefix's, as the sequential run would
     /// ([`Recorder::after`]), and the records are appended in order. `prefix` returns what the
     /// parts read of it (its allocated numbers). Equal to [`Precompiled::record`] of the whole
-    /// circuit (tested at 2 KiB). The parts' records are held at once beside the whole.
+    /// circuit (tested at 2 KiB). Parts go a batch at a time, so at most a batch's records are
+    /// held beside the whole.
     pub fn record_forked<P: Sync, T: Send>(
         prefix: impl FnOnce(&mut Recorder) -> Result<P, SynthesisError>,
         parts: Vec<T>,
@@ -152,16 +132,23 @@ impl Precompiled {
         whole.alloc_input(|| "one", || Ok(Fr::ONE))?;
         let read = prefix(&mut whole)?;
         let (inputs, aux) = (whole.pre.inputs, whole.pre.aux);
-        let recorded: Vec<Result<Recorder, SynthesisError>> = parts
-            .into_par_iter()
-            .map(|part| {
-                let mut cs = Recorder::after(inputs, aux);
-                f(&mut cs, &read, part)?;
-                Ok(cs)
-            })
-            .collect();
-        for part in recorded {
-            whole.append(part?, inputs, aux);
+        let batch = 4 * rayon::current_num_threads();
+        let mut parts = parts.into_iter().peekable();
+        while parts.peek().is_some() {
+            let recorded: Vec<Result<Recorder, SynthesisError>> = parts
+                .by_ref()
+                .take(batch)
+                .collect::<Vec<T>>()
+                .into_par_iter()
+                .map(|part| {
+                    let mut cs = Recorder::after(inputs, aux);
+                    f(&mut cs, &read, part)?;
+                    Ok(cs)
+                })
+                .collect();
+            for part in recorded {
+                whole.append(part?, inputs, aux);
+            }
         }
         whole.finish()
     }
