@@ -120,7 +120,7 @@ impl Pipeline {
 
     /// Whether every healthy device evaluates A and B from `record` itself, against `srs`, so
     /// that a synthesis may leave them to the device ([`crate::groth16::Fill::Deferred`]).
-    pub(crate) fn devices_fill_from(&self, srs: &crate::srs::Srs, record: &crate::groth16::Precompiled) -> bool {
+    pub(crate) fn devices_fill_from(&self, srs: &Srs, record: &Arc<Precompiled>) -> bool {
         let mut devices = self.healthy(&[]).peekable();
         devices.peek().is_some() && devices.all(|d| d.backend.fills_from_record(srs, record))
     }

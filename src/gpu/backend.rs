@@ -93,6 +93,11 @@ impl<'a> Footprint<'a> {
         let evaluations = record.map_or(srs.h.len() + 1, |r| r.constraints() + inputs);
         Footprint { record, evaluations, scalars: inputs + srs.l.len() }
     }
+
+    /// The device bytes: the record's and the working memory's.
+    fn bytes(&self) -> u64 {
+        self.record.map_or(0, |r| DeviceRecord::bytes_for(r)) + working_bytes(self.evaluations, self.scalars)
+    }
 }
 
 /// A proving backend on one device; proofs on it run one at a time.
@@ -184,14 +189,13 @@ impl GpuBackend {
     /// is dropped first. An upload that still runs out of memory is retried once alone. A
     /// witness deferred to a record gets that record on the device beside the bases.
     fn make_resident<'a>(&self, slots: &'a mut Vec<Resident>, srs: &Srs, w: &Footprint) -> Result<&'a mut Resident, GpuError> {
-        let record_bytes = w.record.map_or(0, |r| DeviceRecord::bytes_for(r));
+        // what the partition takes on the device besides the bases
+        let beside = w.bytes();
         if let Some(i) = slots.iter().position(|r| r.id == srs.id && r.loaded_at == srs.loaded_at) {
             let r = slots.remove(i);
             slots.push(r);
         } else {
             slots.retain(|r| r.id != srs.id);
-            // what the partition takes on the device besides the bases
-            let beside = record_bytes + working_bytes(w.evaluations, w.scalars);
             let need = srs_device_bytes(srs) + beside;
             while !slots.is_empty() && self.dev.mem_info()?.0 < need {
                 let gone = slots.remove(0);
@@ -228,15 +232,14 @@ impl GpuBackend {
             let last = slots.len() - 1;
             if !slots[last].record.as_ref().is_some_and(|r| r.is(record)) {
                 slots[last].record = None;
-                let need = record_bytes + working_bytes(w.evaluations, w.scalars);
-                while slots.len() > 1 && self.dev.mem_info()?.0 < need {
+                while slots.len() > 1 && self.dev.mem_info()?.0 < beside {
                     let gone = slots.remove(0);
                     tracing::info!(device = %self.dev.label(), circuit = %gone.id, freed = %Bytes(gone.bytes()), "evicting resident bases to make room for {}'s record", srs.id);
                 }
                 let started = Instant::now();
                 let last = slots.len() - 1;
                 slots[last].record = Some(DeviceRecord::upload(&self.dev, record)?);
-                tracing::info!(device = %self.dev.label(), circuit = %srs.id, "precompiled record of {} on the device: {} in {:.2} s", srs.id, Bytes(record_bytes), started.elapsed().as_secs_f64());
+                tracing::info!(device = %self.dev.label(), circuit = %srs.id, "precompiled record of {} on the device: {} in {:.2} s", srs.id, Bytes(DeviceRecord::bytes_for(record)), started.elapsed().as_secs_f64());
             }
         }
         Ok(slots.last_mut().expect("just pushed"))
@@ -328,11 +331,9 @@ impl ProvingBackend for GpuBackend {
     }
 
     /// Whether the bases, the record and one partition's working memory fit the device at once.
-    fn fills_from_record(&self, srs: &Srs, record: &Precompiled) -> bool {
+    fn fills_from_record(&self, srs: &Srs, record: &Arc<Precompiled>) -> bool {
         let Ok((_, total)) = self.dev.mem_info() else { return false };
-        let scalars = srs.vk.ic.len() + srs.l.len();
-        let need = srs_device_bytes(srs) + DeviceRecord::bytes_for(record) + working_bytes(record.constraints() + srs.vk.ic.len(), scalars);
-        need <= total
+        srs_device_bytes(srs) + Footprint::of_circuit(srs, Some(record)).bytes() <= total
     }
 
     /// Only what fits beside the resident circuits: evicting them for a circuit whose witness
@@ -344,7 +345,7 @@ impl ProvingBackend for GpuBackend {
             return Ok(());
         }
         let fp = Footprint::of_circuit(srs, record);
-        let need = srs_device_bytes(srs) + record.map_or(0, |r| DeviceRecord::bytes_for(r)) + working_bytes(fp.evaluations, fp.scalars);
+        let need = srs_device_bytes(srs) + fp.bytes();
         let free = self.dev.mem_info().map_err(|e| self.device_error(e))?.0;
         if held.is_none() && free < need {
             return Err(BackendError::OutOfMemory { device: self.dev.label(), what: format!("{} ahead of its first witness, beside the resident circuits", srs.id), needed: Bytes(need), free: Bytes(free) });

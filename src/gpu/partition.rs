@@ -168,15 +168,15 @@ pub(crate) fn run(
         Ok((dev.alloc::<u64>(words)?, dev.alloc::<u32>(words)?))
     };
     let (a_meta, b_meta) = (density_bufs(&inp.a_select)?, density_bufs(&inp.b_select)?);
-    // an aux that the proof before uploaded needs no buffer here
+    // an aux that the proof before uploaded for a record-made witness needs no buffer here
     let (prefetched_aux, prefetched) = match prefetched {
-        Some(Prefetched::Aux(up)) if up.len() == n_aux => (Some(up), None),
+        Some(Prefetched::Aux(up)) if up.len() == n_aux && matches!(inp.ab, Ab::Record(_)) => (Some(up), None),
         other => (None, other),
     };
     let lens: &[usize] = if prefetched_aux.is_some() { &[n_a, n_b] } else { &[n_a, n_b, n_aux] };
     let mut bufs = dev.alloc_for_upload(lens)?.into_iter();
     let mut next = || bufs.next().ok_or_else(|| dev.err("upload", "missing buffer"));
-    let (a_buf, b_buf, aux_buf) = (next()?, next()?, bufs.next());
+    let (a_buf, b_buf, mut aux_buf) = (next()?, next()?, bufs.next());
     // The next proof's a and b go up after this proof's own uploads, during h and the H MSM,
     // when their buffers leave room for this proof's h (3 m) and H MSM scratch (about as much).
     let next_bufs = match inp.next {
@@ -189,7 +189,6 @@ pub(crate) fn run(
     std::thread::scope(|scope| -> Result<PartitionOutput, GpuError> {
         // From a record, a and b are made from the aux, which therefore goes up first (or came
         // up during the proof before).
-        let mut aux_buf = aux_buf;
         let (a, b, aux_ready) = match (&inp.ab, prefetched) {
             (Ab::Record(record), _) => {
                 let aux = match (prefetched_aux, aux_buf.take()) {
@@ -202,11 +201,8 @@ pub(crate) fn run(
                 let (a, b) = record.evaluate(dev, &input, &aux, m)?;
                 (Values::Device(dev.resident(a)?), Values::Device(dev.resident(b)?), Some(aux))
             }
-            // (an aux prefetched for a host-made witness is taken as it is)
-            (Ab::Host { .. }, Some(Prefetched::Ab { a, b })) => {
-                (Values::Device(a), Values::Device(b), prefetched_aux.map(|up| dev.ready(up)).transpose()?)
-            }
-            (Ab::Host { a, b }, _) => (Values::Host(a), Values::Host(b), prefetched_aux.map(|up| dev.ready(up)).transpose()?),
+            (Ab::Host { .. }, Some(Prefetched::Ab { a, b })) => (Values::Device(a), Values::Device(b), None),
+            (Ab::Host { a, b }, _) => (Values::Host(a), Values::Host(b), None),
         };
         tl.note("buffers allocated");
         let mut h = dom.h(dev, a, b, None)?;

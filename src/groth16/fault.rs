@@ -80,7 +80,7 @@ impl ProvingBackend for FaultInjecting {
         self.inner.streamed(circuit)
     }
 
-    fn fills_from_record(&self, srs: &Srs, record: &crate::groth16::Precompiled) -> bool {
+    fn fills_from_record(&self, srs: &Srs, record: &std::sync::Arc<crate::groth16::Precompiled>) -> bool {
         self.inner.fills_from_record(srs, record)
     }
 

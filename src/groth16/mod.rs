@@ -264,7 +264,7 @@ pub trait ProvingBackend: Send + Sync {
     /// the device, when the bases, the record and a partition's work fit it), so that synthesis
     /// may leave them out and reserve a third of the memory. Other backends fill such a witness
     /// on the host, outside the budget, so the engine does not defer for them.
-    fn fills_from_record(&self, srs: &Srs, record: &Precompiled) -> bool {
+    fn fills_from_record(&self, srs: &Srs, record: &std::sync::Arc<Precompiled>) -> bool {
         let _ = (srs, record);
         false
     }
