@@ -108,7 +108,7 @@ impl ProvingBackend for FakeBackend {
     fn holds(&self, _circuit: &CircuitId) -> bool {
         self.holds
     }
-    fn fills_from_record(&self, _srs: &Srs, _record: &Precompiled) -> bool {
+    fn fills_from_record(&self, _srs: &Srs, _record: &Arc<Precompiled>) -> bool {
         self.fills
     }
     fn warm(&self, _srs: &Srs, _record: Option<&Arc<Precompiled>>) -> Result<(), BackendError> {
@@ -220,15 +220,20 @@ fn rig(budget: u64, parallelism: u32, prove: Duration) -> Rig {
     let announced = Arc::new(Mutex::new(vec![]));
     let backend =
         FakeBackend { order: order.clone(), kinds, announced: announced.clone(), ..FakeBackend::porep(prove, false) };
-    let config = snarkd::config::Config::default();
-    let engine = Engine::start(
-        EngineSettings::from_config(&config),
+    let engine = fake_engine(budget, parallelism, vec![Arc::new(backend)]);
+    Rig { engine, order, announced }
+}
+
+/// An engine with the default settings over `backends`, a fixed witness budget, the fake
+/// parameters and a verifier that accepts every proof.
+fn fake_engine(budget: u64, parallelism: u32, backends: Vec<Arc<dyn ProvingBackend>>) -> Arc<Engine> {
+    Engine::start(
+        EngineSettings::from_config(&snarkd::config::Config::default()),
         Sizing::derive(snarkd::engine::WitnessBudget::fixed(Bytes(budget), "test"), parallelism),
-        vec![Arc::new(backend)],
+        backends,
         Arc::new(FakeSrs::new()),
         Arc::new(|_, _, _| Ok(true)),
-    );
-    Rig { engine, order, announced }
+    )
 }
 
 fn statement(kind: ProofKind, partitions: usize, bytes: u64, synth: Duration) -> Box<dyn Statement> {
@@ -521,13 +526,7 @@ fn a_retained_job_keeps_its_result_but_not_its_inputs() {
 fn placement_prefers_the_device_that_holds_the_circuit() {
     let backend = |holds| Arc::new(FakeBackend::porep(Duration::from_millis(150), holds));
     let (cold, warm) = (backend(false), backend(true));
-    let engine = Engine::start(
-        EngineSettings::from_config(&snarkd::config::Config::default()),
-        Sizing::derive(snarkd::engine::WitnessBudget::fixed(Bytes(1 << 30), "test"), 4),
-        vec![cold.clone(), warm.clone()],
-        Arc::new(FakeSrs::new()),
-        Arc::new(|_, _, _| Ok(true)),
-    );
+    let engine = fake_engine(1 << 30, 4, vec![cold.clone(), warm.clone()]);
     for _ in 0..3 {
         let job = engine.submit(statement(ProofKind::PorepC2, 1, 16, Duration::ZERO), SubmitOptions::default()).unwrap();
         assert_eq!(wait_done(&engine, &job.job_id, Duration::from_secs(10)).state, JobState::Done);
@@ -547,13 +546,7 @@ fn a_device_moves_the_bases_while_the_first_witness_is_synthesized() {
     let backend = |holds| Arc::new(FakeBackend::porep(Duration::from_millis(20), holds));
     for holds in [false, true] {
         let device = backend(holds);
-        let engine = Engine::start(
-            EngineSettings::from_config(&snarkd::config::Config::default()),
-            Sizing::derive(snarkd::engine::WitnessBudget::fixed(Bytes(1 << 30), "test"), 2),
-            vec![device.clone()],
-            Arc::new(FakeSrs::new()),
-            Arc::new(|_, _, _| Ok(true)),
-        );
+        let engine = fake_engine(1 << 30, 2, vec![device.clone()]);
         let job = engine.submit(statement(ProofKind::PorepC2, 2, 16, Duration::from_millis(300)), SubmitOptions::default()).unwrap();
         assert_eq!(wait_done(&engine, &job.job_id, Duration::from_secs(10)).state, JobState::Done);
         let warmed = device.warmed.lock().unwrap().clone();
@@ -614,13 +607,7 @@ impl Statement for Recordable {
 fn a_device_that_makes_a_and_b_from_the_record_gets_witnesses_without_them() {
     for fills in [false, true] {
         let backend = Arc::new(FakeBackend { fills, ..FakeBackend::porep(Duration::ZERO, false) });
-        let engine = Engine::start(
-            EngineSettings::from_config(&snarkd::config::Config::default()),
-            Sizing::derive(snarkd::engine::WitnessBudget::fixed(Bytes(1 << 30), "test"), 2),
-            vec![backend.clone()],
-            Arc::new(FakeSrs::new()),
-            Arc::new(|_, _, _| Ok(true)),
-        );
+        let engine = fake_engine(1 << 30, 2, vec![backend.clone()]);
         let record = engine.precompile(Arc::new(Recordable)).expect("recorded");
         assert_eq!(record.constraints(), 100);
         let job = engine.submit(Box::new(Recordable), SubmitOptions::default()).unwrap();
