@@ -19,9 +19,9 @@ use super::kernels;
 use super::ntt::Domain;
 use super::types::DevFr;
 
-/// Scalars per pinned staging buffer (32 MiB); two alternate, so the CPU fills one while the
-/// copy engine drains the other.
-const STAGING_CHUNK: usize = 1 << 20;
+/// Bytes per pinned staging buffer (32 MiB, a million scalars); two alternate, so the CPU fills
+/// one while the copy engine drains the other.
+const STAGING_CHUNK: usize = 32 << 20;
 
 /// Why a GPU operation failed. Every variant says which call failed and on which device.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -147,7 +147,7 @@ pub struct CurveKernels {
 /// A pinned staging buffer and the event recorded after the copy that last read it (cudarc
 /// records none itself while event tracking is off, so `as_mut_slice` would not wait).
 struct Staging {
-    buf: PinnedHostSlice<DevFr>,
+    buf: PinnedHostSlice<u8>,
     copied: CudaEvent,
 }
 
@@ -323,11 +323,19 @@ impl GpuDevice {
         self.alloc_retry("cuMemcpyDtoDAsync", bytes_of::<T>(src.len()), || self.stream.clone_dtod(src))
     }
 
+    /// A new device buffer holding `host`, copied on the compute stream; through the pinned
+    /// staging buffers when it is big enough to gain from them (a circuit's bases, its record:
+    /// ~20 GB/s instead of the ~7 GB/s of a pageable copy).
     pub(crate) fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>, GpuError> {
         if host.is_empty() {
             return self.alloc::<T>(1); // unwritten, and nothing reads it
         }
-        self.alloc_retry("cuMemcpyHtoDAsync", bytes_of::<T>(host.len()), || self.stream.clone_htod(host))
+        if std::mem::size_of_val(host) < STAGING_CHUNK {
+            return self.alloc_retry("cuMemcpyHtoDAsync", bytes_of::<T>(host.len()), || self.stream.clone_htod(host));
+        }
+        let mut buf = self.alloc::<T>(host.len())?;
+        self.copy_through_pinned(&self.stream, host, &mut buf.slice_mut(..))?;
+        Ok(buf)
     }
 
     /// Copies scalars into `dst` through two pinned staging buffers: the CPU copies a chunk into
@@ -337,17 +345,29 @@ impl GpuDevice {
         self.copy_through_pinned(&self.stream, host, dst)
     }
 
-    /// [`GpuDevice::upload_scalars`] on `stream`.
-    fn copy_through_pinned(&self, stream: &Arc<CudaStream>, host: &[DevFr], dst: &mut CudaViewMut<'_, DevFr>) -> Result<(), GpuError> {
+    /// [`GpuDevice::upload_scalars`] on `stream`, for values of any device type: they are copied
+    /// as the bytes they are, a staging buffer's worth at a time.
+    fn copy_through_pinned<T: DeviceRepr>(&self, stream: &Arc<CudaStream>, host: &[T], dst: &mut CudaViewMut<'_, T>) -> Result<(), GpuError> {
         if host.len() > dst.len() {
-            return Err(self.err("upload", format!("{} scalars into a buffer of {}", host.len(), dst.len())));
+            return Err(self.err("upload", format!("{} values into a buffer of {}", host.len(), dst.len())));
+        }
+        let bytes = std::mem::size_of_val(host);
+        // SAFETY: the device types (scalars, points, u32 and u64 words) are arrays of integers
+        // without padding, so every byte of `host` is initialized; the copy reads them as any
+        // host-to-device copy does.
+        let host = unsafe { std::slice::from_raw_parts(host.as_ptr().cast::<u8>(), bytes) };
+        // SAFETY: the view covers the same device bytes; they receive the bytes of `T` values.
+        let mut dst = unsafe { dst.transmute_mut::<u8>(bytes) }.ok_or_else(|| self.err("upload", "destination smaller than its bytes"))?;
+        if bytes < STAGING_CHUNK {
+            // one pageable copy, without waiting for an upload that holds the staging buffers
+            return stream.memcpy_htod(host, &mut dst).map_err(|e| self.err("cuMemcpyHtoDAsync", e));
         }
         let mut guard = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() && host.len() >= STAGING_CHUNK {
+        if guard.is_none() {
             let alloc = || -> Result<Staging, GpuError> {
                 Ok(Staging {
                     // SAFETY: the buffer is written (below) before any copy reads it.
-                    buf: unsafe { self.ctx.alloc_pinned::<DevFr>(STAGING_CHUNK) }.map_err(|e| self.err("cuMemHostAlloc", e))?,
+                    buf: unsafe { self.ctx.alloc_pinned::<u8>(STAGING_CHUNK) }.map_err(|e| self.err("cuMemHostAlloc", e))?,
                     copied: self.ctx.new_event(None).map_err(|e| self.err("cuEventCreate", e))?,
                 })
             };

@@ -77,6 +77,9 @@ pub struct PipelineReport {
     pub peak_budget_reserved: Bytes,
     /// A WinningPoSt submitted while the sustained run is proving: submit to its end.
     pub winning_latency_s: Option<f64>,
+    /// That WinningPoSt's own stages: what of its latency was synthesis, the device, and
+    /// verification; the rest is the wait for the partition the device was proving.
+    pub winning_timings: Option<crate::engine::Timings>,
     /// `--gpu-memory-limit`, and per device the queries its proofs streamed from host memory.
     pub gpu_memory_limit: Option<Bytes>,
     pub streamed: Vec<String>,
@@ -175,7 +178,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
     let busy_before: Vec<f64> = engine.status().devices.iter().map(|d| d.busy_seconds).collect();
     let started = Instant::now();
     let jobs: Vec<_> = (0..opts.proofs).map(|_| submit(&engine, main)).collect::<anyhow::Result<_>>()?;
-    let mut winning_latency_s = None;
+    let (mut winning_latency_s, mut winning_timings) = (None, None);
     if let Some((req, _)) = winning {
         while engine.job(&jobs[0])?.partitions_done == 0 && !engine.job(&jobs[0])?.state.is_terminal() {
             std::thread::sleep(Duration::from_millis(50));
@@ -184,6 +187,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         let w = submit(&engine, req)?;
         let info = runtime.block_on(wait(&engine, &w, &|_| {}))?;
         winning_latency_s = Some(submitted.elapsed().as_secs_f64());
+        winning_timings = Some(info.timings);
         progress(&format!("WinningPoSt submitted mid-run: {:.2} s ({})", submitted.elapsed().as_secs_f64(), outcome(&info)));
     }
     let mut infos = vec![];
@@ -236,6 +240,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         peak_rss,
         peak_budget_reserved: peak_reserved,
         winning_latency_s,
+        winning_timings,
         gpu_memory_limit: opts.gpu_memory_limit,
         streamed,
         outcomes,
@@ -280,7 +285,16 @@ impl PipelineReport {
             busy = self.device_busy_pct.iter().map(|p| format!("{p:.0} %")).collect::<Vec<_>>().join(", "),
             rss = self.peak_rss,
             res = self.peak_budget_reserved,
-            win = self.winning_latency_s.map(|s| format!("{s:.2} s")).unwrap_or_else(|| "not run".into()),
+            win = match (self.winning_latency_s, &self.winning_timings) {
+                (Some(s), Some(t)) => format!(
+                    "{s:.2} s (synthesis {:.2} s, device {:.2} s, verification {:.2} s; the rest waiting)",
+                    t.synthesis.as_secs_f64(),
+                    t.prove.as_secs_f64(),
+                    t.verify.as_secs_f64()
+                ),
+                (Some(s), None) => format!("{s:.2} s"),
+                _ => "not run".into(),
+            },
             outcomes = self.outcomes.join(", "),
         )
     }
