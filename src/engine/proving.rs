@@ -5,16 +5,18 @@
 //! job's last proof starts assembly off the device's thread.
 
 use std::panic::AssertUnwindSafe;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::job::Stage;
 use super::pipeline::{log_stage, panic_message, Beat, Pipeline, Synthesized, WorkItem};
-use super::scheduler::{Place, PriorityQueue};
+use super::scheduler::{Place, Priority, PriorityQueue};
 use crate::error::SnarkError;
 use crate::srs::{CircuitId, Srs};
-use crate::groth16::{BackendError, DeviceMemory, Precompiled, ProvingBackend, Witness};
+use crate::groth16::{BackendError, DeviceMemory, Interlude, Precompiled, Proof, ProveTimings, ProvingBackend, ReleaseFn, Witness};
+use blstrs::Bls12;
 
 /// What Status shows per device.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -185,26 +187,67 @@ impl Pipeline {
         }
     }
 
+    /// Proves `s` on `device`. A critical partition that arrives meanwhile is proved between two
+    /// of its steps, where the backend can pause (a WinningPoSt then waits for one MSM of a
+    /// 32 GiB PoRep partition, not for the whole partition).
     fn prove_one(&self, device: &Arc<Device>, s: Synthesized, next: Option<&Witness>) {
+        let paused = Cell::new(Duration::ZERO);
+        let pausable = s.item.job.priority != Priority::Critical;
+        let outer = format!("job {}'s partition {}/{}", s.item.job.id, s.item.partition + 1, s.item.job.partitions());
+        let mut urgent = |between: &dyn Interlude| -> bool {
+            if !pausable {
+                return false;
+            }
+            let mut proved = false;
+            loop {
+                let taken = {
+                    let mut q = device.queue.lock().unwrap();
+                    let first_fits = q.iter().next().is_some_and(|(p, first)| p == Priority::Critical && between.fits(&first.witness, &first.srs));
+                    if first_fits { q.pop().map(|(_, s)| s) } else { None }
+                };
+                let Some(urgent) = taken else { break };
+                let started = Instant::now();
+                self.prove_with(device, urgent, Some(&outer), &Cell::new(Duration::ZERO), |w, srs, release| between.prove(w, srs, release));
+                paused.set(paused.get() + started.elapsed());
+                proved = true;
+            }
+            proved
+        };
+        self.prove_with(device, s, None, &paused, |w, srs, release| device.backend.prove_pausable(w, srs, release, next, &mut urgent));
+    }
+
+    /// One partition's proof through `prove`, and what follows it: the job's progress, the
+    /// device's counters, assembly after the job's last partition, or the failure's handling.
+    /// `paused` is device time spent meanwhile on partitions proved between its steps, which is
+    /// not its own; `pausing` names the partition this one is proved in the middle of.
+    fn prove_with(
+        &self,
+        device: &Arc<Device>,
+        s: Synthesized,
+        pausing: Option<&str>,
+        paused: &Cell<Duration>,
+        prove: impl FnOnce(Witness, &Srs, ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError>,
+    ) {
         let Synthesized { item, witness, reservation, srs, .. } = s;
         let job = item.job.clone();
         if job.should_stop() {
             return;
         }
-        *device.current.lock().unwrap() = Some(job.id.to_string());
+        let before = device.current.lock().unwrap().replace(job.id.to_string());
         {
             let mut p = job.progress.lock().unwrap();
             p.stage = Stage::Prove;
             p.device = Some(device.name.clone());
         }
-        log_stage(&job, Stage::Prove, &device.name, &format!("partition {}/{}", item.partition + 1, job.partitions()));
+        let between = pausing.map(|outer| format!(", between two steps of {outer}")).unwrap_or_default();
+        log_stage(&job, Stage::Prove, &device.name, &format!("partition {}/{}{between}", item.partition + 1, job.partitions()));
         let reservation = Mutex::new(reservation);
         let release = |bytes: u64| reservation.lock().unwrap().release(bytes);
         let started = Instant::now();
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| device.backend.prove_then(witness, &srs, &release, next)));
-        let took = started.elapsed();
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| prove(witness, &srs, &release)));
+        let took = started.elapsed().saturating_sub(paused.get());
         drop(reservation);
-        *device.current.lock().unwrap() = None;
+        *device.current.lock().unwrap() = before;
         device.busy_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
         self.metrics.observe_stage(job.kind, Stage::Prove, took);
 
@@ -233,6 +276,10 @@ impl Pipeline {
                 tracing::error!(device = %name, "device {name} degraded: {why}");
                 *device.degraded.lock().unwrap() = Some(why.clone());
                 self.retry_elsewhere(item, device.index, &why);
+            }
+            // beside a paused proof, memory is short only for now: not the device's fault
+            Ok(Err(BackendError::OutOfMemory { .. })) if pausing.is_some() => {
+                self.requeue(item, "after running out of device memory beside a paused partition");
             }
             Ok(Err(e @ BackendError::OutOfMemory { .. })) => self.retry_after_out_of_memory(item, device.index, &e.to_string()),
             Ok(Err(e)) => self.fail(&job, SnarkError::internal(format!("proving failed on {}: {e}", device.name))),

@@ -9,6 +9,7 @@
 //! backends cannot drift apart.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -23,7 +24,7 @@ use super::partition::{self, Ab, Next, PartitionBases, PartitionInput, Partition
 use super::record::DeviceRecord;
 use super::types::AsDevice;
 use crate::groth16::prover::{assemble, check_shape, MsmSums};
-use crate::groth16::{BackendError, Density, DeviceMemory, Precompiled, Proof, ProveTimings, ProvingBackend, ReleaseFn, Witness};
+use crate::groth16::{BackendError, Density, DeviceMemory, Interlude, Precompiled, Proof, ProveTimings, ProvingBackend, ReleaseFn, UrgentFn, Witness};
 use crate::srs::{CircuitId, Srs};
 use crate::units::Bytes;
 
@@ -245,7 +246,10 @@ impl GpuBackend {
         Ok(slots.last_mut().expect("just pushed"))
     }
 
-    /// One partition's device work: `srs` made resident, then [`partition::run`].
+    /// One partition's device work: `srs` made resident, then [`partition::run`]. While it runs,
+    /// its circuit's entry leaves `slots`, so that a partition proved between two of its steps
+    /// ([`Paused`]) may make its own circuit resident beside it but can never evict it.
+    #[allow(clippy::too_many_arguments)]
     fn run_partition(
         &self,
         slots: &mut Vec<Resident>,
@@ -254,8 +258,30 @@ impl GpuBackend {
         prefetched: Option<Prefetched>,
         release: ReleaseFn<'_>,
         next: Option<&Witness>,
+        urgent: UrgentFn<'_>,
     ) -> Result<PartitionOutput, GpuError> {
-        let res = self.make_resident(slots, srs, &Footprint::of(w))?;
+        self.make_resident(slots, srs, &Footprint::of(w))?;
+        let res = slots.pop().expect("made resident last");
+        let out = {
+            let paused = Paused { backend: self, circuit: &res.id, slots: RefCell::new(&mut *slots) };
+            self.run_on(&res, w, srs, prefetched, release, next, &mut || urgent(&paused))
+        };
+        slots.push(res);
+        out
+    }
+
+    /// [`partition::run`] against `res`, the circuit's bases and record on the device.
+    #[allow(clippy::too_many_arguments)]
+    fn run_on(
+        &self,
+        res: &Resident,
+        w: &Witness,
+        srs: &Srs,
+        prefetched: Option<Prefetched>,
+        release: ReleaseFn<'_>,
+        next: Option<&Witness>,
+        between: &mut dyn FnMut() -> bool,
+    ) -> Result<PartitionOutput, GpuError> {
         // The device picks A's and B's scalars from the aux it uploads for L.
         let a_select = Selection { inputs: Cow::Borrowed(&w.input), aux: &w.a_aux_density };
         let b_inputs = kept_inputs(&w.input, Some(&w.b_input_density)).copied().collect();
@@ -274,7 +300,7 @@ impl GpuBackend {
         });
         let input = PartitionInput { ab, input: &w.input, aux: &w.aux, a_select, b_select, next };
         let ab_bytes = (w.a.len() + w.b.len()) as u64 * 32;
-        partition::run(&self.dev, &bases, &input, prefetched, &mut || release(ab_bytes))
+        partition::run(&self.dev, &bases, &input, prefetched, &mut || release(ab_bytes), between)
     }
 
     fn prove_inner(
@@ -283,6 +309,7 @@ impl GpuBackend {
         srs: &Srs,
         release: ReleaseFn<'_>,
         next: Option<&Witness>,
+        urgent: UrgentFn<'_>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         let start = Instant::now();
         check_shape(&w, srs)?;
@@ -292,7 +319,7 @@ impl GpuBackend {
             p.take().filter(|(key, _)| *key == WitnessKey::of(&w)).map(|(_, up)| up)
         };
         let mut slots = self.resident.lock().unwrap_or_else(|p| p.into_inner());
-        let run = self.run_partition(&mut slots, &w, srs, prefetched, release, next);
+        let run = self.run_partition(&mut slots, &w, srs, prefetched, release, next, urgent);
         if matches!(run, Err(GpuError::OutOfMemory { .. })) {
             slots.clear(); // the retry starts from an empty device
         }
@@ -302,12 +329,57 @@ impl GpuBackend {
         if let (Some(n), Some(up)) = (next, out.next.take()) {
             *self.prefetched.lock().unwrap_or_else(|p| p.into_inner()) = Some((WitnessKey::of(n), up));
         }
+        self.assemble(&w, srs, out, release, start)
+    }
+
+    /// The proof from a partition's MSM sums, the aux released.
+    fn assemble(&self, w: &Witness, srs: &Srs, out: PartitionOutput, release: ReleaseFn<'_>, start: Instant) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         let b_g2 = out.b_g2.ok_or_else(|| BackendError::Other("the partition's device proof returned no B_G2 sum".into()))?;
         let ms = |v: &[f32]| Duration::from_secs_f64(v.iter().map(|&t| t as f64).sum::<f64>() / 1e3);
         release((w.input.len() + w.aux.len()) as u64 * 32);
         let msms = MsmSums { h: out.h, l: out.l, a: out.a, b_g1: out.b_g1, b_g2 };
         let proof = assemble(&srs.vk, &msms, Fr::random(OsRng), Fr::random(OsRng))?;
         Ok((proof, ProveTimings { ntt: ms(&out.steps[..1]), msm: ms(&out.steps[1..]), total: start.elapsed() }))
+    }
+}
+
+/// The device while a partition is paused between two of its steps ([`ProvingBackend::prove_pausable`]):
+/// the other circuits resident, and the memory the paused proof leaves free.
+struct Paused<'a> {
+    backend: &'a GpuBackend,
+    /// The paused proof's circuit, whose bases are out of `slots` while it runs.
+    circuit: &'a CircuitId,
+    slots: RefCell<&'a mut Vec<Resident>>,
+}
+
+impl Interlude for Paused<'_> {
+    /// Whether the witness's bases (unless resident), record and working memory fit in what the
+    /// paused proof leaves free, with [`FIT_MARGIN`] to spare for the paused proof's own MSMs.
+    /// Never for the paused proof's own circuit: its bases are in use, and a second copy would
+    /// not fit where it matters (a partition that urgent is as big as the one it would pause).
+    fn fits(&self, w: &Witness, srs: &Srs) -> bool {
+        if &srs.id == self.circuit {
+            return false;
+        }
+        let slots = self.slots.borrow();
+        let held = slots.iter().any(|r| r.id == srs.id && r.loaded_at == srs.loaded_at);
+        let bases = if held { 0 } else { srs_device_bytes(srs) };
+        let need = bases + Footprint::of(w).bytes() + FIT_MARGIN;
+        self.backend.dev.mem_info().is_ok_and(|(free, _)| free >= need)
+    }
+
+    fn prove(&self, w: Witness, srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        if &srs.id == self.circuit {
+            return Err(BackendError::Other(format!("{} cannot be proved between two steps of a partition of its own circuit", srs.id)));
+        }
+        let start = Instant::now();
+        check_shape(&w, srs)?;
+        let mut slots = self.slots.borrow_mut();
+        // Nothing is prefetched for it, nothing for after it, and it is not paused in turn. An
+        // out-of-memory here leaves the resident circuits as they are: the paused proof needs
+        // its memory back, not an empty device.
+        let out = self.backend.run_partition(&mut slots, &w, srs, None, release, None, &mut |_| false).map_err(|e| self.backend.device_error(e))?;
+        self.backend.assemble(&w, srs, out, release, start)
     }
 }
 
@@ -374,7 +446,18 @@ impl ProvingBackend for GpuBackend {
         release: ReleaseFn<'_>,
         next: Option<&Witness>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        catch_unwind(AssertUnwindSafe(|| self.prove_inner(witness, srs, release, next)))
+        self.prove_pausable(witness, srs, release, next, &mut |_| false)
+    }
+
+    fn prove_pausable(
+        &self,
+        witness: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+        next: Option<&Witness>,
+        urgent: UrgentFn<'_>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        catch_unwind(AssertUnwindSafe(|| self.prove_inner(witness, srs, release, next, urgent)))
             .unwrap_or_else(|_| Err(BackendError::Other(format!("{}: prover panicked", self.dev.label()))))
     }
 }

@@ -143,13 +143,17 @@ impl Timeline {
 pub(crate) const STEPS: [&str; 6] = ["h (a, b uploads or aux upload + a, b from the record; 7 ntt + pointwise)", "H msm", "L msm (+ A's, B's scalars picked)", "A msm", "B_G1 msm", "B_G2 msm"];
 
 /// Proves one partition, with a and b from `prefetched` when the partition before uploaded them.
-/// `uploaded` is called once a and b have left the host.
+/// `uploaded` is called once a and b have left the host. `between` is called where the proof can
+/// pause for another on the same device: once h is queued and the aux is on its way, and after
+/// each MSM but the last; it returns whether it proved anything there, whose time the steps then
+/// leave out.
 pub(crate) fn run(
     dev: &GpuDevice,
     bases: &PartitionBases<'_>,
     inp: &PartitionInput<'_>,
     prefetched: Option<Prefetched>,
     uploaded: &mut dyn FnMut(),
+    between: &mut dyn FnMut() -> bool,
 ) -> Result<PartitionOutput, GpuError> {
     let (n_aux, n_a, n_b) = (inp.aux.len(), bases.a.len(), bases.b_g1.len());
     let tl = Timeline::start();
@@ -162,6 +166,16 @@ pub(crate) fn run(
         }
     }
     let mut marks: Vec<CudaEvent> = vec![dev.mark()?];
+    // the windows between marks that another proof took (an interlude), left out of the steps
+    let mut interludes: Vec<usize> = vec![];
+    let mut pause = |marks: &mut Vec<CudaEvent>, interludes: &mut Vec<usize>| -> Result<(), GpuError> {
+        if between() {
+            interludes.push(marks.len() - 1);
+            marks.push(dev.mark()?);
+            tl.note("resumed after another proof");
+        }
+        Ok(())
+    };
     // allocated before any kernel is queued, so the uploads into them need not wait for kernels
     let density_bufs = |sel: &Selection<'_>| -> Result<_, GpuError> {
         let words = sel.aux.words().len();
@@ -230,6 +244,7 @@ pub(crate) fn run(
             tl.note("upload: next b staged");
             Ok(Some(Prefetched::Ab { a, b }))
         }));
+        pause(&mut marks, &mut interludes)?;
         let mut aux_upload = || -> Result<Upload, GpuError> {
             rx.recv().map_err(|_| match up.take().map(|t| t.join()) {
                 Some(Ok(Err(e))) => e,
@@ -241,6 +256,7 @@ pub(crate) fn run(
         tl.note("H msm returned");
         drop(h);
         marks.push(dev.mark()?);
+        pause(&mut marks, &mut interludes)?;
         // the next proof's aux, when h's buffers leave room for it beside the MSMs' scratch
         let next_aux = match inp.next {
             Some(Next::Aux(next)) => Some(scope.spawn(move || -> Result<Option<Prefetched>, GpuError> {
@@ -264,16 +280,19 @@ pub(crate) fn run(
         tl.note("L msm returned");
         drop(l);
         marks.push(dev.mark()?);
+        pause(&mut marks, &mut interludes)?;
         let g_a = msm_bases(dev, &bases.a, &mut a, n_a)?;
         tl.note("A msm returned");
         drop(a);
         marks.push(dev.mark()?);
+        pause(&mut marks, &mut interludes)?;
         // each MSM converts its scalars in place: B_G2 gets a copy
         let b2 = bases.b_g2.as_ref().map(|_| dev.copy_of(&b1)).transpose()?;
         let g_b1 = msm_bases(dev, &bases.b_g1, &mut b1, n_b)?;
         tl.note("B_G1 msm returned");
         drop(b1);
         marks.push(dev.mark()?);
+        pause(&mut marks, &mut interludes)?;
         let g_b2 = match (&bases.b_g2, b2) {
             (Some(bases), Some(mut b2)) => Some(msm_bases(dev, bases, &mut b2, n_b)?),
             _ => None,
@@ -292,7 +311,9 @@ pub(crate) fn run(
         tl.note("upload thread joined");
         let steps = marks
             .windows(2)
-            .map(|w| w[0].elapsed_ms(&w[1]).map_err(|e| dev.err("cuEventElapsedTime", e)))
+            .enumerate()
+            .filter(|(i, _)| !interludes.contains(i))
+            .map(|(_, w)| w[0].elapsed_ms(&w[1]).map_err(|e| dev.err("cuEventElapsedTime", e)))
             .collect::<Result<Vec<f32>, _>>()?;
         Ok(PartitionOutput { h: g_h, l: g_l, a: g_a, b_g1: g_b1, b_g2: g_b2, next, steps })
     })

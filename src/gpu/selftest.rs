@@ -452,7 +452,7 @@ pub fn bench_prove_shape(dev: &GpuDevice, shape: Shape, mix: Distribution) -> Re
             if pipelined && run > 0 && prefetched.is_none() {
                 return Err(dev.err("bench", "the next partition's a and b did not fit beside this one's"));
             }
-            let (mut out, whole) = dev.time_ms(|| partition::run(dev, &bases, &input, prefetched.take(), &mut || {}))?;
+            let (mut out, whole) = dev.time_ms(|| partition::run(dev, &bases, &input, prefetched.take(), &mut || {}, &mut || false))?;
             prefetched = out.next.take();
             for (i, ms) in out.steps.into_iter().chain([whole]).enumerate() {
                 t[i].push(ms);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use blstrs::Bls12;
 
-use super::{BackendError, Proof, ProveTimings, ProvingBackend, ReleaseFn, Witness};
+use super::{BackendError, Proof, ProveTimings, ProvingBackend, ReleaseFn, UrgentFn, Witness};
 use crate::srs::Srs;
 
 /// The environment variable: comma-separated `<worker index>=<fault>`, e.g. `0=device-error`.
@@ -95,6 +95,17 @@ impl ProvingBackend for FaultInjecting {
         release: ReleaseFn<'_>,
         next: Option<&Witness>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        self.prove_pausable(witness, srs, release, next, &mut |_| false)
+    }
+
+    fn prove_pausable(
+        &self,
+        witness: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+        next: Option<&Witness>,
+        urgent: UrgentFn<'_>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         match self.fault {
             Fault::DeviceError => Err(BackendError::Device {
@@ -104,13 +115,13 @@ impl ProvingBackend for FaultInjecting {
             }),
             Fault::Panic => panic!("injected panic ({ENV})"),
             Fault::PanicOnce if n == 0 => panic!("injected panic ({ENV} panic-once)"),
-            Fault::PanicOnce => self.inner.prove_then(witness, srs, release, next),
+            Fault::PanicOnce => self.inner.prove_pausable(witness, srs, release, next, urgent),
             Fault::CorruptWitness => {
                 let mut witness = witness;
                 if let Some(v) = witness.aux.last_mut() {
                     *v += blstrs::Scalar::from(1u64);
                 }
-                self.inner.prove_then(witness, srs, release, next)
+                self.inner.prove_pausable(witness, srs, release, next, urgent)
             }
         }
     }

@@ -234,6 +234,23 @@ pub struct DeviceMemory {
 /// that part of the memory reservation (a, b, c after h; aux after the MSMs).
 pub type ReleaseFn<'a> = &'a (dyn Fn(u64) + Sync);
 
+/// A more urgent partition's proof, made by a backend between two steps of the one it is proving
+/// ([`ProvingBackend::prove_pausable`]), so that a WinningPoSt need not wait for a whole 32 GiB
+/// PoRep partition on the device.
+pub trait Interlude {
+    /// Whether `witness`'s proof fits beside the paused one now (its bases, record and working
+    /// memory); when it does not, the engine leaves it queued for after the paused proof.
+    fn fits(&self, witness: &Witness, srs: &Srs) -> bool;
+
+    /// Proves `witness` now; the paused proof resumes after it.
+    fn prove(&self, witness: Witness, srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError>;
+}
+
+/// Called by a backend at each point where it can pause a proof: the engine proves through the
+/// [`Interlude`] whatever more urgent partition waits for the device, and returns whether it
+/// proved any.
+pub type UrgentFn<'a> = &'a mut dyn FnMut(&dyn Interlude) -> bool;
+
 /// A proving stage: turns a witness into a proof against resident parameters.
 pub trait ProvingBackend: Send + Sync {
     /// A name for logs and Status, e.g. "cpu" or "cuda:0 (NVIDIA H200)".
@@ -299,6 +316,22 @@ pub trait ProvingBackend: Send + Sync {
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         let _ = next;
         self.prove(witness, srs, release)
+    }
+
+    /// [`ProvingBackend::prove_then`], calling `urgent` between two steps of the proof wherever
+    /// the backend can pause it (the GPU backend: after h and after each MSM but the last), so
+    /// that a partition more urgent than this one is proved there instead of after it. The
+    /// default cannot pause and never calls `urgent`.
+    fn prove_pausable(
+        &self,
+        witness: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+        next: Option<&Witness>,
+        urgent: UrgentFn<'_>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        let _ = urgent;
+        self.prove_then(witness, srs, release, next)
     }
 }
 

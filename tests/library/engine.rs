@@ -13,7 +13,9 @@ use group::prime::PrimeCurveAffine;
 use snarkd::engine::{Engine, EngineSettings, JobState, Sizing, SubmitOptions};
 use snarkd::srs::SrsSource;
 use snarkd::error::{ErrorCode, SnarkError};
-use snarkd::groth16::{BackendError, DeviceMemory, Precompiled, Proof, ProveTimings, ProvingBackend, ReleaseFn, VerifyingKey, Witness};
+use snarkd::groth16::{
+    BackendError, DeviceMemory, Interlude, Precompiled, Proof, ProveTimings, ProvingBackend, ReleaseFn, UrgentFn, VerifyingKey, Witness,
+};
 use snarkd::proofs::{ProofKind, Statement};
 use snarkd::srs::{CircuitId, Srs};
 use snarkd::units::Bytes;
@@ -78,6 +80,10 @@ struct FakeBackend {
     deferred: Arc<Mutex<Vec<bool>>>,
     /// For each request to move a circuit's bases ahead, the proofs made before it.
     warmed: Arc<Mutex<Vec<usize>>>,
+    /// When set, a proof pauses after each tenth of its time for urgent partitions, which fit
+    /// beside it when the flag is true; `events` then logs each proof's start and end.
+    pauses: Option<bool>,
+    events: Arc<Mutex<Vec<String>>>,
 }
 
 impl FakeBackend {
@@ -94,7 +100,29 @@ impl FakeBackend {
             fills: false,
             deferred: Arc::new(Mutex::new(vec![])),
             warmed: Arc::new(Mutex::new(vec![])),
+            pauses: None,
+            events: Arc::new(Mutex::new(vec![])),
         }
+    }
+
+    fn kind_of(&self, w: &Witness) -> ProofKind {
+        self.kinds.lock().unwrap().get(&w.input.len()).copied().unwrap_or(ProofKind::PorepC2)
+    }
+}
+
+/// A fake proof between two steps of another, which takes a tenth of a partition.
+struct FakeInterlude<'a>(&'a FakeBackend, bool);
+
+impl Interlude for FakeInterlude<'_> {
+    fn fits(&self, _w: &Witness, _srs: &Srs) -> bool {
+        self.1
+    }
+    fn prove(&self, w: Witness, _srs: &Srs, _release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        let kind = self.0.kind_of(&w);
+        self.0.order.lock().unwrap().push(kind);
+        self.0.events.lock().unwrap().push(format!("{kind:?} between"));
+        std::thread::sleep(self.0.prove / 10);
+        Ok((Proof { a: G1Affine::generator(), b: G2Affine::generator(), c: G1Affine::generator() }, ProveTimings::default()))
     }
 }
 
@@ -134,6 +162,25 @@ impl ProvingBackend for FakeBackend {
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         self.announced.lock().unwrap().push(next.map(|n| n.input.len()));
         self.prove(w, srs, release)
+    }
+    fn prove_pausable(
+        &self,
+        w: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+        next: Option<&Witness>,
+        urgent: UrgentFn<'_>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        let Some(fits) = self.pauses else { return self.prove_then(w, srs, release, next) };
+        let kind = self.kind_of(&w);
+        self.order.lock().unwrap().push(kind);
+        self.events.lock().unwrap().push(format!("{kind:?} start"));
+        for _ in 0..10 {
+            std::thread::sleep(self.prove / 10);
+            urgent(&FakeInterlude(self, fits));
+        }
+        self.events.lock().unwrap().push(format!("{kind:?} end"));
+        Ok((Proof { a: G1Affine::generator(), b: G2Affine::generator(), c: G1Affine::generator() }, ProveTimings::default()))
     }
 }
 
@@ -286,6 +333,51 @@ fn winning_post_overtakes_queued_porep_partitions() {
     assert_eq!(wait_done(&r.engine, &next.job_id, Duration::from_secs(10)).state, JobState::Done);
     assert_eq!(r.engine.status().lookahead.used, 0);
     r.engine.shutdown();
+}
+
+/// A PoRep of three 600 ms partitions on a device that pauses a proof after each tenth of it
+/// (when `fits`), and a WinningPoSt submitted once the first partition is on the device: the
+/// events in order, the WinningPoSt's latency and the PoRep's device time.
+fn winning_during_a_pausable_partition(fits: bool) -> (Vec<String>, Duration, Duration) {
+    let prove = Duration::from_millis(600);
+    let kinds = Arc::new(Mutex::new([(1usize, ProofKind::PorepC2), (2, ProofKind::WinningPost)].into_iter().collect()));
+    let backend = FakeBackend { kinds, pauses: Some(fits), ..FakeBackend::porep(prove, true) };
+    let events = backend.events.clone();
+    let engine = fake_engine(1 << 30, 2, vec![Arc::new(backend)]);
+    let porep = engine.submit(statement(ProofKind::PorepC2, 3, 1024, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while events.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let submitted = Instant::now();
+    let winning = engine.submit(statement(ProofKind::WinningPost, 1, 1024, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
+    let w = wait_done(&engine, &winning.job_id, Duration::from_secs(10));
+    let latency = submitted.elapsed();
+    let p = wait_done(&engine, &porep.job_id, Duration::from_secs(10));
+    assert_eq!((w.state, p.state), (JobState::Done, JobState::Done));
+    engine.shutdown();
+    let events = events.lock().unwrap().clone();
+    (events, latency, p.timings.prove)
+}
+
+#[test]
+fn a_winning_post_is_proved_between_two_steps_of_a_porep_partition() {
+    let (events, latency, porep_device) = winning_during_a_pausable_partition(true);
+    assert_eq!(events[..3], ["PorepC2 start", "WinningPost between", "PorepC2 end"], "{events:?}");
+    // a tenth of a partition to the next pause, its own tenth, and its synthesis: well inside
+    // the 500 ms the partition had left (slack for a loaded CI machine)
+    assert!(latency < Duration::from_millis(450), "WinningPoSt latency {latency:?}");
+    // the pause is the WinningPoSt's device time, not the PoRep's: three partitions of 600 ms
+    assert!(porep_device < Duration::from_millis(1800 + 50), "PoRep device time {porep_device:?}");
+}
+
+#[test]
+fn a_winning_post_that_does_not_fit_beside_the_paused_partition_waits_for_it() {
+    let (events, latency, _) = winning_during_a_pausable_partition(false);
+    assert_eq!(events[..3], ["PorepC2 start", "PorepC2 end", "WinningPost start"], "{events:?}");
+    assert!(latency > Duration::from_millis(400), "WinningPoSt latency {latency:?}");
 }
 
 #[test]

@@ -170,6 +170,71 @@ fn record(circuit: Chain) -> Witness {
     cs.0
 }
 
+/// Parameters of `Chain` with `steps` steps, under `id`.
+fn chain_srs(id: &str, steps: usize, rng: &mut StdRng) -> Srs {
+    let params = generate_random_parameters::<Bls12, _, _>(Chain { x0: Fr::ZERO, steps }, rng).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    Srs {
+        id: CircuitId(id.into()),
+        path: "/nonexistent".into(),
+        vk: params.vk.clone(),
+        pvk,
+        h: params.h.to_vec(),
+        l: params.l.to_vec(),
+        a: params.a.to_vec(),
+        b_g1: params.b_g1.to_vec(),
+        b_g2: params.b_g2.to_vec(),
+        loaded_at: std::time::SystemTime::now(),
+    }
+}
+
+#[test]
+fn partitions_proved_between_two_steps_of_another_verify() {
+    if !runs_on_gpu("partitions_proved_between_two_steps_of_another_verify") {
+        return;
+    }
+    let mut rng = StdRng::seed_from_u64(11);
+    // the paused circuit (2^12), and a smaller one of its own that the interludes make resident
+    let (big, small) = (chain_srs("test-chain-big", 1500, &mut rng), chain_srs("test-chain-small", 300, &mut rng));
+    let backend = GpuBackend::new(Gpu::enumerate(Some(&[0]), None).expect("device 0").remove(0));
+    let record_of = |steps: usize| Arc::new(Precompiled::record(Chain { x0: Fr::ZERO, steps }).unwrap());
+    let (big_record, small_record) = (record_of(1500), record_of(300));
+    let deferred = |record: &Arc<Precompiled>, steps: usize, x0: u64| {
+        precompiled_as(record.clone(), Fill::Deferred, || synthesize(Chain { x0: Fr::from(x0), steps })).unwrap()
+    };
+    // paused proofs: a whole witness announcing the next, then deferred ones (a and b made on the
+    // device from the record, the next aux prefetched); every pause proves one interlude of the
+    // small circuit, whole or deferred to its own record, which joins the device beside the paused
+    let mut queue = vec![record(Chain { x0: Fr::from(3u64), steps: 1500 }), deferred(&big_record, 1500, 5), deferred(&big_record, 1500, 7)].into_iter();
+    let mut cur = queue.next();
+    let mut x0 = 100u64;
+    let (mut pauses, mut interludes_verified) = (0, 0);
+    while let Some(w) = cur {
+        let next = queue.next();
+        let public = w.input[1..].to_vec();
+        let mut urgent = |between: &dyn snarkd::groth16::Interlude| -> bool {
+            pauses += 1;
+            x0 += 1;
+            // the paused circuit's own partitions wait for it
+            assert!(!between.fits(&deferred(&big_record, 1500, x0), &big), "the paused circuit is not proved between its own steps");
+            let iw = if x0 % 2 == 0 { record(Chain { x0: Fr::from(x0), steps: 300 }) } else { deferred(&small_record, 300, x0) };
+            assert!(between.fits(&iw, &small), "a small circuit fits beside the paused one");
+            let ipublic = iw.input[1..].to_vec();
+            let (proof, _) = between.prove(iw, &small, &|_| {}).expect("prove between two steps");
+            assert!(verify_proof(&small.pvk, &proof, &ipublic).unwrap(), "a proof made between two steps of another does not verify");
+            interludes_verified += 1;
+            true
+        };
+        let (proof, timings) = backend.prove_pausable(w, &big, &|_| {}, next.as_ref(), &mut urgent).expect("prove, paused");
+        println!("paused proof: {timings:?}");
+        assert!(verify_proof(&big.pvk, &proof, &public).unwrap(), "a proof paused for others does not verify");
+        cur = next;
+    }
+    // five pauses a proof: after h is queued and after four of the five MSMs
+    assert_eq!((pauses, interludes_verified), (15, 15));
+    assert!(backend.holds(&small.id) && backend.holds(&big.id), "both circuits stay resident");
+}
+
 #[test]
 fn gpu_backend_proof_verifies() {
     if !runs_on_gpu("gpu_backend_proof_verifies") {
