@@ -242,20 +242,7 @@ fn gpu_backend_proof_verifies() {
     }
     let mut rng = StdRng::seed_from_u64(7);
     let steps = 700; // 1402 constraints + input constraints: domain 2^11, not a multiple of 32
-    let params = generate_random_parameters::<Bls12, _, _>(Chain { x0: Fr::ZERO, steps }, &mut rng).unwrap();
-    let pvk = prepare_verifying_key(&params.vk);
-    let srs = Srs {
-        id: CircuitId("test-chain".into()),
-        path: "/nonexistent".into(),
-        vk: params.vk.clone(),
-        pvk,
-        h: params.h.to_vec(),
-        l: params.l.to_vec(),
-        a: params.a.to_vec(),
-        b_g1: params.b_g1.to_vec(),
-        b_g2: params.b_g2.to_vec(),
-        loaded_at: std::time::SystemTime::now(),
-    };
+    let srs = chain_srs("test-chain", steps, &mut rng);
     let dev = Gpu::enumerate(Some(&[0]), None).expect("device 0").remove(0);
     let backend = GpuBackend::new(dev);
     for x0 in [3u64, 5] {
