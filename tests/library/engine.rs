@@ -84,6 +84,8 @@ struct FakeBackend {
     /// beside it when the flag is true; `events` then logs each proof's start and end.
     pauses: Option<bool>,
     events: Arc<Mutex<Vec<String>>>,
+    /// Interludes still to fail for device memory before one proves.
+    interlude_ooms: AtomicUsize,
 }
 
 impl FakeBackend {
@@ -102,6 +104,7 @@ impl FakeBackend {
             warmed: Arc::new(Mutex::new(vec![])),
             pauses: None,
             events: Arc::new(Mutex::new(vec![])),
+            interlude_ooms: AtomicUsize::new(0),
         }
     }
 
@@ -119,6 +122,11 @@ impl Interlude for FakeInterlude<'_> {
     }
     fn prove(&self, w: Witness, _srs: &Srs, _release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
         let kind = self.0.kind_of(&w);
+        if self.0.interlude_ooms.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            self.0.events.lock().unwrap().push(format!("{kind:?} out of memory between"));
+            let (needed, free) = (Bytes(2 << 30), Bytes(1 << 30));
+            return Err(BackendError::OutOfMemory { device: "fake".into(), what: "beside a paused proof".into(), needed, free });
+        }
         self.0.order.lock().unwrap().push(kind);
         self.0.events.lock().unwrap().push(format!("{kind:?} between"));
         std::thread::sleep(self.0.prove / 10);
@@ -338,10 +346,10 @@ fn winning_post_overtakes_queued_porep_partitions() {
 /// A PoRep of three 600 ms partitions on a device that pauses a proof after each tenth of it
 /// (when `fits`), and a WinningPoSt submitted once the first partition is on the device: the
 /// events in order, the WinningPoSt's latency and the PoRep's device time.
-fn winning_during_a_pausable_partition(fits: bool) -> (Vec<String>, Duration, Duration) {
+fn winning_during_a_pausable_partition(fits: bool, ooms: usize) -> (Vec<String>, Duration, Duration) {
     let prove = Duration::from_millis(600);
     let kinds = Arc::new(Mutex::new([(1usize, ProofKind::PorepC2), (2, ProofKind::WinningPost)].into_iter().collect()));
-    let backend = FakeBackend { kinds, pauses: Some(fits), ..FakeBackend::porep(prove, true) };
+    let backend = FakeBackend { kinds, pauses: Some(fits), interlude_ooms: AtomicUsize::new(ooms), ..FakeBackend::porep(prove, true) };
     let events = backend.events.clone();
     let engine = fake_engine(1 << 30, 2, vec![Arc::new(backend)]);
     let porep = engine.submit(statement(ProofKind::PorepC2, 3, 1024, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
@@ -364,7 +372,7 @@ fn winning_during_a_pausable_partition(fits: bool) -> (Vec<String>, Duration, Du
 
 #[test]
 fn a_winning_post_is_proved_between_two_steps_of_a_porep_partition() {
-    let (events, latency, porep_device) = winning_during_a_pausable_partition(true);
+    let (events, latency, porep_device) = winning_during_a_pausable_partition(true, 0);
     assert_eq!(events[..3], ["PorepC2 start", "WinningPost between", "PorepC2 end"], "{events:?}");
     // a tenth of a partition to the next pause, its own tenth, and its synthesis: well inside
     // the 500 ms the partition had left (slack for a loaded CI machine)
@@ -374,8 +382,18 @@ fn a_winning_post_is_proved_between_two_steps_of_a_porep_partition() {
 }
 
 #[test]
+fn running_out_of_memory_beside_a_paused_partition_retries_without_counting_against_the_device() {
+    // twice: an out-of-memory counted against the device would exclude it the second time, and
+    // with no other device the WinningPoSt would fail
+    let (events, _, _) = winning_during_a_pausable_partition(true, 2);
+    let winning: Vec<_> = events.iter().filter(|e| e.starts_with("WinningPost")).collect();
+    assert_eq!(winning[..2], ["WinningPost out of memory between", "WinningPost out of memory between"], "{events:?}");
+    assert!(winning[2] == "WinningPost between" || winning[2] == "WinningPost start", "{events:?}");
+}
+
+#[test]
 fn a_winning_post_that_does_not_fit_beside_the_paused_partition_waits_for_it() {
-    let (events, latency, _) = winning_during_a_pausable_partition(false);
+    let (events, latency, _) = winning_during_a_pausable_partition(false, 0);
     assert_eq!(events[..3], ["PorepC2 start", "PorepC2 end", "WinningPost start"], "{events:?}");
     assert!(latency > Duration::from_millis(400), "WinningPoSt latency {latency:?}");
 }
