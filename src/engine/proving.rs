@@ -213,7 +213,7 @@ impl Pipeline {
             }
             proved
         };
-        self.prove_with(device, s, None, &paused, |w, srs, release| device.backend.prove_pausable(w, srs, release, next, &mut urgent));
+        self.prove_with(device, s, None, &paused, |w, srs, release| device.backend.prove_then(w, srs, release, next, &mut urgent));
     }
 
     /// One partition's proof through `prove`, and what follows it: the job's progress, the

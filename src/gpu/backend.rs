@@ -343,7 +343,7 @@ impl GpuBackend {
     }
 }
 
-/// The device while a partition is paused between two of its steps ([`ProvingBackend::prove_pausable`]):
+/// The device while a partition is paused between two of its steps ([`ProvingBackend::prove_then`]):
 /// the other circuits resident, and the memory the paused proof leaves free.
 struct Paused<'a> {
     backend: &'a GpuBackend,
@@ -436,20 +436,10 @@ impl ProvingBackend for GpuBackend {
         srs: &Srs,
         release: ReleaseFn<'_>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        self.prove_then(witness, srs, release, None)
+        self.prove_then(witness, srs, release, None, &mut |_| false)
     }
 
     fn prove_then(
-        &self,
-        witness: Witness,
-        srs: &Srs,
-        release: ReleaseFn<'_>,
-        next: Option<&Witness>,
-    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        self.prove_pausable(witness, srs, release, next, &mut |_| false)
-    }
-
-    fn prove_pausable(
         &self,
         witness: Witness,
         srs: &Srs,

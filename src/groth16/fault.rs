@@ -85,20 +85,10 @@ impl ProvingBackend for FaultInjecting {
     }
 
     fn prove(&self, witness: Witness, srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        self.prove_then(witness, srs, release, None)
+        self.prove_then(witness, srs, release, None, &mut |_| false)
     }
 
     fn prove_then(
-        &self,
-        witness: Witness,
-        srs: &Srs,
-        release: ReleaseFn<'_>,
-        next: Option<&Witness>,
-    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        self.prove_pausable(witness, srs, release, next, &mut |_| false)
-    }
-
-    fn prove_pausable(
         &self,
         witness: Witness,
         srs: &Srs,
@@ -115,13 +105,13 @@ impl ProvingBackend for FaultInjecting {
             }),
             Fault::Panic => panic!("injected panic ({ENV})"),
             Fault::PanicOnce if n == 0 => panic!("injected panic ({ENV} panic-once)"),
-            Fault::PanicOnce => self.inner.prove_pausable(witness, srs, release, next, urgent),
+            Fault::PanicOnce => self.inner.prove_then(witness, srs, release, next, urgent),
             Fault::CorruptWitness => {
                 let mut witness = witness;
                 if let Some(v) = witness.aux.last_mut() {
                     *v += blstrs::Scalar::from(1u64);
                 }
-                self.inner.prove_pausable(witness, srs, release, next, urgent)
+                self.inner.prove_then(witness, srs, release, next, urgent)
             }
         }
     }

@@ -235,7 +235,7 @@ pub struct DeviceMemory {
 pub type ReleaseFn<'a> = &'a (dyn Fn(u64) + Sync);
 
 /// A more urgent partition's proof, made by a backend between two steps of the one it is proving
-/// ([`ProvingBackend::prove_pausable`]), so that a WinningPoSt need not wait for a whole 32 GiB
+/// ([`ProvingBackend::prove_then`]), so that a WinningPoSt need not wait for a whole 32 GiB
 /// PoRep partition on the device.
 pub trait Interlude {
     /// Whether `witness`'s proof fits beside the paused one now (its bases, record and working
@@ -306,23 +306,11 @@ pub trait ProvingBackend: Send + Sync {
 
     /// [`ProvingBackend::prove`], told the witness this backend proves next when one is already
     /// waiting, so that it can move that witness's inputs while this one is proved (the GPU
-    /// backend uploads its a and b during this proof's MSMs). The default ignores `next`.
+    /// backend uploads its a and b during this proof's MSMs), and calling `urgent` between two
+    /// steps of the proof wherever it can pause it (the GPU backend: once h is queued and after
+    /// each MSM but the last), so that a partition more urgent than this one is proved there
+    /// instead of after it. The default ignores `next` and cannot pause.
     fn prove_then(
-        &self,
-        witness: Witness,
-        srs: &Srs,
-        release: ReleaseFn<'_>,
-        next: Option<&Witness>,
-    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        let _ = next;
-        self.prove(witness, srs, release)
-    }
-
-    /// [`ProvingBackend::prove_then`], calling `urgent` between two steps of the proof wherever
-    /// the backend can pause it (the GPU backend: after h and after each MSM but the last), so
-    /// that a partition more urgent than this one is proved there instead of after it. The
-    /// default cannot pause and never calls `urgent`.
-    fn prove_pausable(
         &self,
         witness: Witness,
         srs: &Srs,
@@ -330,8 +318,8 @@ pub trait ProvingBackend: Send + Sync {
         next: Option<&Witness>,
         urgent: UrgentFn<'_>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        let _ = urgent;
-        self.prove_then(witness, srs, release, next)
+        let _ = (next, urgent);
+        self.prove(witness, srs, release)
     }
 }
 

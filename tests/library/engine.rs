@@ -167,19 +167,10 @@ impl ProvingBackend for FakeBackend {
         srs: &Srs,
         release: ReleaseFn<'_>,
         next: Option<&Witness>,
-    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        self.announced.lock().unwrap().push(next.map(|n| n.input.len()));
-        self.prove(w, srs, release)
-    }
-    fn prove_pausable(
-        &self,
-        w: Witness,
-        srs: &Srs,
-        release: ReleaseFn<'_>,
-        next: Option<&Witness>,
         urgent: UrgentFn<'_>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        let Some(fits) = self.pauses else { return self.prove_then(w, srs, release, next) };
+        self.announced.lock().unwrap().push(next.map(|n| n.input.len()));
+        let Some(fits) = self.pauses else { return self.prove(w, srs, release) };
         let kind = self.kind_of(&w);
         self.order.lock().unwrap().push(kind);
         self.events.lock().unwrap().push(format!("{kind:?} start"));

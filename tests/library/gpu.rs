@@ -225,7 +225,7 @@ fn partitions_proved_between_two_steps_of_another_verify() {
             interludes_verified += 1;
             true
         };
-        let (proof, timings) = backend.prove_pausable(w, &big, &|_| {}, next.as_ref(), &mut urgent).expect("prove, paused");
+        let (proof, timings) = backend.prove_then(w, &big, &|_| {}, next.as_ref(), &mut urgent).expect("prove, paused");
         println!("paused proof: {timings:?}");
         assert!(verify_proof(&big.pvk, &proof, &public).unwrap(), "a proof paused for others does not verify");
         cur = next;
@@ -260,13 +260,13 @@ fn gpu_backend_proof_verifies() {
     while let Some(w) = cur {
         let next = rest.next();
         let public = w.input[1..].to_vec();
-        let (proof, _) = backend.prove_then(w, &srs, &|_| {}, next.as_ref()).expect("prove with the next announced");
+        let (proof, _) = backend.prove_then(w, &srs, &|_| {}, next.as_ref(), &mut |_| false).expect("prove with the next announced");
         assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "pipelined proof does not verify");
         cur = next;
     }
     // a witness announced but not proved next: its prefetched a and b are not used for another
     let announced = record(Chain { x0: Fr::from(13u64), steps });
-    backend.prove_then(record(Chain { x0: Fr::from(15u64), steps }), &srs, &|_| {}, Some(&announced)).expect("prove");
+    backend.prove_then(record(Chain { x0: Fr::from(15u64), steps }), &srs, &|_| {}, Some(&announced), &mut |_| false).expect("prove");
     let other = record(Chain { x0: Fr::from(17u64), steps });
     let public = other.input[1..].to_vec();
     let (proof, _) = backend.prove(other, &srs, &|_| {}).expect("prove after an unused prefetch");
@@ -282,7 +282,7 @@ fn gpu_backend_proof_verifies() {
     while let Some(w) = cur {
         let next = queue.next();
         let (public, was_deferred) = (w.input[1..].to_vec(), w.record.is_some());
-        let (proof, _) = backend.prove_then(w, &srs, &|_| {}, next.as_ref()).expect("prove");
+        let (proof, _) = backend.prove_then(w, &srs, &|_| {}, next.as_ref(), &mut |_| false).expect("prove");
         assert!(verify_proof(&srs.pvk, &proof, &public).unwrap(), "proof (a and b deferred: {was_deferred}) does not verify");
         cur = next;
     }
