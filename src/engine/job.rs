@@ -215,8 +215,13 @@ impl Job {
         self.cancelled.load(Ordering::Relaxed) || self.state().is_terminal()
     }
 
-    pub(crate) fn mark_cancelled(&self) {
+    /// Marks the job cancelled and returns its state at that moment: the mark and the read are
+    /// made under the progress lock, where a queued job becomes running, and a job marked
+    /// cancelled never does, so the state returned is the one the cancel met.
+    pub(crate) fn mark_cancelled(&self) -> JobState {
+        let p = self.progress.lock().unwrap();
         self.cancelled.store(true, Ordering::Relaxed);
+        p.state
     }
 
     pub fn state(&self) -> JobState {

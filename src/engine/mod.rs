@@ -312,13 +312,19 @@ impl Engine {
 
     /// Cancels a queued job at once, a running one at its next stage boundary.
     pub fn cancel(&self, id: &JobId) -> Result<JobInfo, SnarkError> {
+        self.cancel_from(id).map(|(info, _)| info)
+    }
+
+    /// [`Engine::cancel`], with the state the cancel found the job in (Curio's CancelProof
+    /// answers whether the proof was running).
+    pub fn cancel_from(&self, id: &JobId) -> Result<(JobInfo, JobState), SnarkError> {
         let job = self.get(id)?;
-        if !job.state().is_terminal() {
-            job.mark_cancelled();
+        let found = job.mark_cancelled();
+        if !found.is_terminal() {
             self.pipeline.synth_queue.lock().unwrap().extract(|w| w.job.id != job.id);
             pipeline::fail_job(&job, SnarkError::new(ErrorCode::Cancelled, "job cancelled by request"), &self.pipeline.metrics);
         }
-        Ok(job.info())
+        Ok((job.info(), found))
     }
 
     pub fn set_draining(&self) {

@@ -210,7 +210,8 @@ impl Pipeline {
 
     fn mark_running(&self, job: &Arc<Job>) {
         let mut p = job.progress.lock().unwrap();
-        if p.started.is_none() {
+        // a job cancelled meanwhile stays as the cancel found it ([`Job::mark_cancelled`])
+        if p.started.is_none() && !job.should_stop() {
             p.started = Some(Instant::now());
             p.timings.queue = job.submitted.elapsed();
             job.set_state(&mut p, JobState::Running);

@@ -89,9 +89,8 @@ impl ProvingEngine for ProvingService {
 
     async fn cancel_proof(&self, request: Request<pb::CancelProofRequest>) -> Result<Response<pb::CancelProofResponse>, Status> {
         let id = job_id(request.into_inner().job_id)?;
-        let was_running = self.state.engine.job(&id).map_err(status)?.state == JobState::Running;
-        self.state.engine.cancel(&id).map_err(status)?;
-        Ok(Response::new(pb::CancelProofResponse { was_running }))
+        let (_, found) = self.state.engine.cancel_from(&id).map_err(status)?;
+        Ok(Response::new(pb::CancelProofResponse { was_running: found == JobState::Running }))
     }
 
     async fn get_status(&self, _: Request<pb::GetStatusRequest>) -> Result<Response<pb::GetStatusResponse>, Status> {

@@ -452,8 +452,9 @@ fn cancel_frees_reservations_of_queued_and_running_jobs() {
     std::thread::sleep(Duration::from_millis(100));
     assert!(r.engine.status().budget.reserved.get() > 0);
     let q = r.engine.cancel(&queued.job_id).unwrap();
-    let c = r.engine.cancel(&running.job_id).unwrap();
-    assert_eq!((q.state, c.state), (JobState::Cancelled, JobState::Cancelled));
+    // the state the cancel met (what Curio's CancelProof reports as was_running)
+    let (c, found) = r.engine.cancel_from(&running.job_id).unwrap();
+    assert_eq!((q.state, c.state, found), (JobState::Cancelled, JobState::Cancelled, JobState::Running));
     let deadline = Instant::now() + Duration::from_secs(5);
     while r.engine.status().budget.reserved.get() != 0 {
         assert!(Instant::now() < deadline, "reservations not freed: {:?}", r.engine.status().budget);
@@ -461,6 +462,11 @@ fn cancel_frees_reservations_of_queued_and_running_jobs() {
     }
     let e = snarkd_await_err(&r.engine, &running.job_id);
     assert_eq!(e.code, ErrorCode::Cancelled);
+    // a finished job is left as it was
+    let done = r.engine.submit(statement(ProofKind::WinningPost, 1, 4096, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
+    assert_eq!(wait_done(&r.engine, &done.job_id, Duration::from_secs(10)).state, JobState::Done);
+    let (after, found) = r.engine.cancel_from(&done.job_id).unwrap();
+    assert_eq!((after.state, found), (JobState::Done, JobState::Done));
     r.engine.shutdown();
 }
 
