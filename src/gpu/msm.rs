@@ -342,7 +342,7 @@ pub(crate) fn msm_at_width<C: Curve>(
     scalars: &[Fr],
     c: Option<u32>,
 ) -> Result<C::Projective, GpuError> {
-    let mut s = dev.upload_scalars_new(Fr::as_device(scalars))?;
+    let mut s = dev.upload(Fr::as_device(scalars))?;
     msm_scalars(dev, bases, &mut s, scalars.len(), c)
 }
 

@@ -260,7 +260,7 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
     // circuit's bases beside a partition), chunks not dividing n, and one chunk for all
     for (n, chunk) in [(5000usize, 1000usize), (5000, 777), (600, 5000)] {
         let scalars = random_scalars(&mut rng, n, Distribution::Filecoin);
-        let mut s = dev.upload_scalars_new(Fr::as_device(&scalars))?;
+        let mut s = dev.upload(Fr::as_device(&scalars))?;
         let g1 = g1_affine(&g1_points[..n]);
         let got = msm_streamed::<G1>(dev, &g1, &mut s, n, chunk)?;
         check(format!("g1 msm streamed n={n} chunk {chunk}"), got == G1Projective::multi_exp(&g1_points[..n], &scalars), String::new());
@@ -272,7 +272,7 @@ pub fn selftest(dev: &GpuDevice, seed: Option<u64>) -> Result<Report, GpuError> 
     let n = (1 << 20) + 3;
     let tiled: Vec<G1Projective> = g1_points.iter().cycle().take(n).copied().collect();
     let scalars = random_scalars(&mut rng, n, Distribution::Filecoin);
-    let mut s = dev.upload_scalars_new(Fr::as_device(&scalars))?;
+    let mut s = dev.upload(Fr::as_device(&scalars))?;
     let got = msm_streamed::<G1>(dev, &g1_affine(&tiled), &mut s, n, (1 << 19) + 1)?;
     check(format!("g1 msm streamed n={n} chunk {} (pinned)", (1 << 19) + 1), got == G1Projective::multi_exp(&tiled, &scalars), String::new());
     // Infinity among the bases (blst encodes it as all-zero affine coordinates).
@@ -351,8 +351,8 @@ pub fn bench_msm(dev: &GpuDevice, n: usize, dist: Distribution, g2: bool) -> Res
         for _ in 0..=BENCH_RUNS {
             let mut s = dev.copy_of(&master)?;
             tc.push(dev.time_ms(|| f(&mut s))?.1);
-            tu.push(dev.time_ms(|| dev.upload(Fr::as_device(&scalars)).map(drop))?.1);
-            ts.push(dev.time_ms(|| dev.upload_scalars_new(Fr::as_device(&scalars)).map(drop))?.1);
+            tu.push(dev.time_ms(|| dev.upload_pageable(Fr::as_device(&scalars)).map(drop))?.1);
+            ts.push(dev.time_ms(|| dev.upload(Fr::as_device(&scalars)).map(drop))?.1);
         }
         Ok(())
     };
