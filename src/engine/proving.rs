@@ -193,7 +193,8 @@ impl Pipeline {
     fn prove_one(&self, device: &Arc<Device>, s: Synthesized, next: Option<&Witness>) {
         let paused = Cell::new(Duration::ZERO);
         let pausable = s.item.job.priority != Priority::Critical;
-        let outer = format!("job {}'s partition {}/{}", s.item.job.id, s.item.partition + 1, s.item.job.partitions());
+        // named only when a partition is proved in the middle of it
+        let (job, partition) = (s.item.job.clone(), s.item.partition);
         let mut urgent = |between: &dyn Interlude| -> bool {
             if !pausable {
                 return false;
@@ -207,6 +208,7 @@ impl Pipeline {
                 };
                 let Some(urgent) = taken else { break };
                 let started = Instant::now();
+                let outer = format!("job {}'s partition {}/{}", job.id, partition + 1, job.partitions());
                 self.prove_with(device, urgent, Some(&outer), &Cell::new(Duration::ZERO), |w, srs, release| between.prove(w, srs, release));
                 paused.set(paused.get() + started.elapsed());
                 proved = true;
