@@ -391,6 +391,10 @@ pub enum BenchCommand {
         /// Synthesize in full, without recording the circuits first (memory.precompile = false)
         #[arg(long)]
         no_precompile: bool,
+        /// Let the WinningPoSt wait for the partition on the device instead of being proved
+        /// between two of its steps (proving.pause_for_critical = false)
+        #[arg(long)]
+        no_pause: bool,
         /// Synthetic inputs [default: synthetic-<bytes> in the parameter directory, made if missing]
         #[arg(long)]
         inputs: Option<PathBuf>,

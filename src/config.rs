@@ -113,6 +113,8 @@ pub struct ProvingConfig {
     pub allow_priority_raise: bool,
     /// CPU proving workers; 0 means one when no GPU is used and none otherwise.
     pub cpu_workers: u32,
+    /// Prove a critical partition between two steps of a running one on the same device.
+    pub pause_for_critical: bool,
 }
 
 /// Queue limits and result retention.
@@ -258,7 +260,7 @@ impl Default for ParamsConfig {
 
 impl Default for ProvingConfig {
     fn default() -> Self {
-        ProvingConfig { verify: true, allow_priority_raise: false, cpu_workers: 0 }
+        ProvingConfig { verify: true, allow_priority_raise: false, cpu_workers: 0, pause_for_critical: true }
     }
 }
 

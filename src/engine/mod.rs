@@ -48,6 +48,8 @@ pub struct EngineSettings {
     pub job_retention: Duration,
     /// Synthesize each circuit with its precompiled record (`memory.precompile`).
     pub precompile: bool,
+    /// Prove a critical partition between two steps of a running one (`proving.pause_for_critical`).
+    pub pause_for_critical: bool,
 }
 
 impl EngineSettings {
@@ -58,6 +60,7 @@ impl EngineSettings {
             queue_limits: ProofKind::ALL.into_iter().map(|k| (k, c.queue.limit(k))).collect(),
             job_retention: c.queue.job_retention,
             precompile: c.memory.precompile,
+            pause_for_critical: c.proving.pause_for_critical,
         }
     }
 }

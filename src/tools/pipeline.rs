@@ -39,6 +39,9 @@ pub struct PipelineOptions {
     pub precompile: bool,
     /// `gpu.memory_limit`: each GPU used as a card of this size (bases that do not fit are streamed).
     pub gpu_memory_limit: Option<Bytes>,
+    /// `proving.pause_for_critical`: the mid-run WinningPoSt may be proved between two steps of
+    /// the partition on the device; false makes it wait for that partition.
+    pub pause_for_critical: bool,
 }
 
 /// The figures `bench pipeline` prints.
@@ -77,6 +80,8 @@ pub struct PipelineReport {
     pub peak_budget_reserved: Bytes,
     /// A WinningPoSt submitted while the sustained run is proving: submit to its end.
     pub winning_latency_s: Option<f64>,
+    /// Whether it could be proved between two steps of a running partition.
+    pub pause_for_critical: bool,
     /// That WinningPoSt's own stages: what of its latency was synthesis, the device, and
     /// verification; the rest is the wait for the partition the device was proving.
     pub winning_timings: Option<crate::engine::Timings>,
@@ -121,6 +126,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         config.gpu.devices = crate::config::GpuDevices::None;
     }
     config.memory.precompile = opts.precompile;
+    config.proving.pause_for_critical = opts.pause_for_critical;
     config.gpu.memory_limit = opts.gpu_memory_limit;
     let (backends, notes) = crate::backends::for_config(&config);
     for n in &notes {
@@ -240,6 +246,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         peak_rss,
         peak_budget_reserved: peak_reserved,
         winning_latency_s,
+        pause_for_critical: opts.pause_for_critical,
         winning_timings,
         gpu_memory_limit: opts.gpu_memory_limit,
         streamed,
@@ -294,7 +301,7 @@ impl PipelineReport {
                 ),
                 (Some(s), None) => format!("{s:.2} s"),
                 _ => "not run".into(),
-            },
+            } + if self.pause_for_critical { "" } else { "; no pause (--no-pause): it waits for the partition on the device" },
             outcomes = self.outcomes.join(", "),
         )
     }
