@@ -385,16 +385,13 @@ pub enum BenchCommand {
         /// fit beside a partition are streamed from host memory
         #[arg(long, value_parser = sector_size_arg)]
         gpu_memory_limit: Option<u64>,
-        /// Skip the WinningPoSt submitted during the sustained run
+        /// Skip the WinningPoSts submitted during the sustained run (three, one after another,
+        /// with proving.pause_for_critical on, off and on)
         #[arg(long)]
         no_winning: bool,
         /// Synthesize in full, without recording the circuits first (memory.precompile = false)
         #[arg(long)]
         no_precompile: bool,
-        /// Let the WinningPoSt wait for the partition on the device instead of being proved
-        /// between two of its steps (proving.pause_for_critical = false)
-        #[arg(long)]
-        no_pause: bool,
         /// Synthetic inputs [default: synthetic-<bytes> in the parameter directory, made if missing]
         #[arg(long)]
         inputs: Option<PathBuf>,

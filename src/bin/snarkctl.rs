@@ -233,7 +233,7 @@ async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
             });
             Ok(())
         }
-        BenchCommand::Pipeline { shape, proofs, memory_limit, cpu, gpu_memory_limit, no_winning, no_precompile, no_pause, inputs, params } => {
+        BenchCommand::Pipeline { shape, proofs, memory_limit, cpu, gpu_memory_limit, no_winning, no_precompile, inputs, params } => {
             // the engine's warnings (retries, out-of-memory) and the GPU's placement notes on stderr
             let filter = tracing_subscriber::EnvFilter::try_from_env("SNARKD_LOG").unwrap_or_else(|_| "warn,snarkd::gpu=info".into());
             let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
@@ -254,7 +254,6 @@ async fn bench(what: BenchCommand, show: Show<'_>) -> anyhow::Result<()> {
                     gpu: !cpu,
                     precompile: !no_precompile,
                     gpu_memory_limit: gpu_memory_limit.map(snarkd::units::Bytes),
-                    pause_for_critical: !no_pause,
                 };
                 snarkd::tools::pipeline::run(&main, winning.as_ref(), &opts, &progress)
             })

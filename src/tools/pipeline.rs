@@ -39,9 +39,6 @@ pub struct PipelineOptions {
     pub precompile: bool,
     /// `gpu.memory_limit`: each GPU used as a card of this size (bases that do not fit are streamed).
     pub gpu_memory_limit: Option<Bytes>,
-    /// `proving.pause_for_critical`: the mid-run WinningPoSt may be proved between two steps of
-    /// the partition on the device; false makes it wait for that partition.
-    pub pause_for_critical: bool,
 }
 
 /// The figures `bench pipeline` prints.
@@ -78,19 +75,32 @@ pub struct PipelineReport {
     pub device_busy_pct: Vec<f64>,
     pub peak_rss: Bytes,
     pub peak_budget_reserved: Bytes,
-    /// A WinningPoSt submitted while the sustained run is proving: submit to its end.
-    pub winning_latency_s: Option<f64>,
-    /// Whether it could be proved between two steps of a running partition.
-    pub pause_for_critical: bool,
-    /// That WinningPoSt's own stages: what of its latency was synthesis, the device, and
-    /// verification; the rest is the wait for the partition the device was proving.
-    pub winning_timings: Option<crate::engine::Timings>,
+    /// WinningPoSts submitted one after another while the sustained run is proving, with
+    /// `proving.pause_for_critical` on, off and on again, so the pause is compared in one run.
+    pub winning_mid_run: Vec<MidRunWinning>,
     /// `--gpu-memory-limit`, and per device the queries its proofs streamed from host memory.
     pub gpu_memory_limit: Option<Bytes>,
     pub streamed: Vec<String>,
     /// How each job ended (verification_failed is the expected end with bench parameters).
     pub outcomes: Vec<String>,
 }
+
+/// One WinningPoSt submitted during the sustained run.
+#[derive(Debug, Clone, Serialize)]
+pub struct MidRunWinning {
+    /// Whether it could be proved between two steps of the partition on the device.
+    pub pause_for_critical: bool,
+    /// Submit to its end.
+    pub latency_s: f64,
+    /// Its own stages: what of its latency was synthesis, the device, and verification; the
+    /// rest is its wait for the device.
+    pub timings: crate::engine::Timings,
+    pub outcome: String,
+}
+
+/// The mid-run WinningPoSts' settings of `proving.pause_for_critical`, in order: the first pays
+/// its circuit's first upload to the device, so the pause is judged by the two after it.
+const MID_RUN_PAUSES: [bool; 3] = [true, false, true];
 
 /// Runs `main` alone once, then `opts.proofs` of it together, with `winning` (when given)
 /// submitted once the sustained run has its first partition proved.
@@ -126,7 +136,6 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         config.gpu.devices = crate::config::GpuDevices::None;
     }
     config.memory.precompile = opts.precompile;
-    config.proving.pause_for_critical = opts.pause_for_critical;
     config.gpu.memory_limit = opts.gpu_memory_limit;
     let (backends, notes) = crate::backends::for_config(&config);
     for n in &notes {
@@ -139,7 +148,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         *limit = (*limit).max(opts.proofs as u32 + 1);
     }
     let backends_seen = backends.clone();
-    let engine = Engine::start(settings, sizing.clone(), backends, srs.clone() as Arc<dyn SrsSource>, crate::engine::assembly::groth16_verifier());
+    let engine = Engine::start(settings.clone(), sizing.clone(), backends, srs.clone() as Arc<dyn SrsSource>, crate::engine::assembly::groth16_verifier());
     let devices: Vec<String> = engine.status().devices.iter().map(|d| d.name.clone()).collect();
     // what witnesses may reserve, resident parameters taken out
     let (mut record_s, mut record_bytes, mut precompiled_synthesis_s) = (None, None, None);
@@ -184,17 +193,28 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
     let busy_before: Vec<f64> = engine.status().devices.iter().map(|d| d.busy_seconds).collect();
     let started = Instant::now();
     let jobs: Vec<_> = (0..opts.proofs).map(|_| submit(&engine, main)).collect::<anyhow::Result<_>>()?;
-    let (mut winning_latency_s, mut winning_timings) = (None, None);
+    let mut winning_mid_run = vec![];
     if let Some((req, _)) = winning {
         while engine.job(&jobs[0])?.partitions_done == 0 && !engine.job(&jobs[0])?.state.is_terminal() {
             std::thread::sleep(Duration::from_millis(50));
         }
-        let submitted = Instant::now();
-        let w = submit(&engine, req)?;
-        let info = runtime.block_on(wait(&engine, &w, &|_| {}))?;
-        winning_latency_s = Some(submitted.elapsed().as_secs_f64());
-        winning_timings = Some(info.timings);
-        progress(&format!("WinningPoSt submitted mid-run: {:.2} s ({})", submitted.elapsed().as_secs_f64(), outcome(&info)));
+        for pause_for_critical in MID_RUN_PAUSES {
+            if engine.job(jobs.last().unwrap_or(&jobs[0]))?.state.is_terminal() {
+                progress("the sustained run ended before every mid-run WinningPoSt was submitted");
+                break;
+            }
+            engine.apply_settings(EngineSettings { pause_for_critical, ..settings.clone() }, None);
+            let submitted = Instant::now();
+            let w = submit(&engine, req)?;
+            let info = runtime.block_on(wait(&engine, &w, &|_| {}))?;
+            let latency_s = submitted.elapsed().as_secs_f64();
+            let sample = MidRunWinning { pause_for_critical, latency_s, timings: info.timings, outcome: outcome(&info) };
+            progress(&format!("WinningPoSt submitted mid-run: {}", sample.describe()));
+            winning_mid_run.push(sample);
+            // the next lands at another point of a partition
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        engine.apply_settings(settings, None);
     }
     let mut infos = vec![];
     for j in &jobs {
@@ -245,9 +265,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         device_busy_pct: busy,
         peak_rss,
         peak_budget_reserved: peak_reserved,
-        winning_latency_s,
-        pause_for_critical: opts.pause_for_critical,
-        winning_timings,
+        winning_mid_run,
         gpu_memory_limit: opts.gpu_memory_limit,
         streamed,
         outcomes,
@@ -292,17 +310,27 @@ impl PipelineReport {
             busy = self.device_busy_pct.iter().map(|p| format!("{p:.0} %")).collect::<Vec<_>>().join(", "),
             rss = self.peak_rss,
             res = self.peak_budget_reserved,
-            win = match (self.winning_latency_s, &self.winning_timings) {
-                (Some(s), Some(t)) => format!(
-                    "{s:.2} s (synthesis {:.2} s, device {:.2} s, verification {:.2} s; the rest waiting)",
-                    t.synthesis.as_secs_f64(),
-                    t.prove.as_secs_f64(),
-                    t.verify.as_secs_f64()
-                ),
-                (Some(s), None) => format!("{s:.2} s"),
-                _ => "not run".into(),
-            } + if self.pause_for_critical { "" } else { "; no pause (--no-pause): it waits for the partition on the device" },
+            win = if self.winning_mid_run.is_empty() {
+                "not run".to_string()
+            } else {
+                self.winning_mid_run.iter().map(|w| format!("\n  {}", w.describe())).collect::<String>()
+            },
             outcomes = self.outcomes.join(", "),
+        )
+    }
+}
+
+impl MidRunWinning {
+    fn describe(&self) -> String {
+        let t = &self.timings;
+        format!(
+            "{:.2} s with proving.pause_for_critical {} (synthesis {:.2} s, device {:.2} s, verification {:.2} s; the rest waiting; {})",
+            self.latency_s,
+            if self.pause_for_critical { "on" } else { "off" },
+            t.synthesis.as_secs_f64(),
+            t.prove.as_secs_f64(),
+            t.verify.as_secs_f64(),
+            self.outcome
         )
     }
 }
