@@ -98,10 +98,10 @@ pub(crate) struct Pipeline {
     /// ordinary synthesis worker, in worker order, apart from rayon's global pool. The GPU stage
     /// copies witnesses into pinned memory on the global pool, and those copies must not queue
     /// behind minutes of synthesis work (they did: a 32 GiB PoRep partition's device stage took
-    /// 6.7 s in the engine against 1.6 s alone). Each pool has a thread per CPU, and the CPU gate
-    /// below lets no more fork items run than there are CPUs, the most urgent partition's first;
-    /// a pool of its own per worker lets a worker's threads wait at the gate without holding up
-    /// another worker's items. Their threads run [`SYNTHESIS_NICE`] steps nicer than the daemon,
+    /// 6.7 s in the engine against 1.6 s alone). Each pool has a thread per CPU (fewer on big
+    /// hosts: [`fork_pool_threads`]), and the CPU gate below lets no more fork items run than
+    /// there are CPUs, the most urgent partition's first; a pool of its own per worker lets a
+    /// worker's threads wait at the gate without holding up another worker's items. Their threads run [`SYNTHESIS_NICE`] steps nicer than the daemon,
     /// so that when the CPUs are all busy the copies that feed the GPU and the urgent forks go first.
     pub fork_pools: Vec<rayon::ThreadPool>,
     /// Critical and high priority items' pool, ungated and not niced: a WinningPoSt's forks
@@ -165,13 +165,31 @@ fn lower_priority(steps: i32) {
     }
 }
 
-/// A rayon pool of a thread per CPU named `name-i`, its threads `nice` steps nicer than the daemon.
-fn synthesis_pool(name: String, nice: i32) -> rayon::ThreadPool {
+/// Threads enough for a 32 GiB PoRep partition's 18 challenges, or a SnapDeals partition's
+/// chunks on a third of a 96-core host, each on a core of its own.
+const MIN_FORK_POOL_THREADS: usize = 32;
+
+/// Threads in each of the `pools` ordinary fork pools on `cpus` CPUs. A thread per CPU lets one
+/// partition take every core, but on a big host whose budget allows many partitions at once it
+/// adds up: 192 CPUs and 70 pools would be 13,440 threads, past systemd's default TasksMax (4,915
+/// where pid_max is 32768). So each pool gets its share of twice the CPUs, at least
+/// [`MIN_FORK_POOL_THREADS`] and at most a thread per CPU. The gate lets no more items run than
+/// there are CPUs, so the cap costs only when a partition has more items than its pool's threads
+/// while other pools idle.
+pub(crate) fn fork_pool_threads(cpus: usize, pools: usize) -> usize {
+    let cpus = cpus.max(1);
+    let share = (2 * cpus).div_ceil(pools.max(1));
+    cpus.min(share.max(MIN_FORK_POOL_THREADS))
+}
+
+/// A rayon pool of `threads` threads named `name-i`, `nice` steps nicer than the daemon.
+fn synthesis_pool(name: String, threads: usize, nice: i32) -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
         .thread_name(move |i| format!("{name}-{i}"))
         .start_handler(move |_| lower_priority(nice))
         .build()
-        .expect("start a synthesis thread pool")
+        .unwrap_or_else(|e| panic!("cannot start a synthesis pool of {threads} threads ({e}); check the unit's TasksMax= and ulimit -u"))
 }
 
 /// Where a partition's fork items queue at the CPU gate: priority, then the job's submission,
@@ -209,6 +227,7 @@ impl Pipeline {
         let devices: Vec<_> =
             backends.into_iter().enumerate().map(|(index, backend)| Arc::new(Device::new(index, backend))).collect();
         let lookahead_limit = lookahead_per_device.max(parallelism) * devices.len().max(1);
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         Arc::new(Pipeline {
             settings,
             synth_queue: Mutex::new(PriorityQueue::default()),
@@ -223,9 +242,11 @@ impl Pipeline {
             budget,
             measured: Mutex::new(HashMap::new()),
             records: Default::default(),
-            fork_pools: (0..parallelism.max(1)).map(|i| synthesis_pool(format!("synth-{i}-fork"), SYNTHESIS_NICE)).collect(),
-            urgent_pool: synthesis_pool("synth-urgent".into(), 0),
-            cpu_gate: OrderedGate::new(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+            fork_pools: (0..parallelism.max(1))
+                .map(|i| synthesis_pool(format!("synth-{i}-fork"), fork_pool_threads(cpus, parallelism), SYNTHESIS_NICE))
+                .collect(),
+            urgent_pool: synthesis_pool("synth-urgent".into(), cpus, 0),
+            cpu_gate: OrderedGate::new(cpus),
             srs,
             verifier,
             metrics,
@@ -319,4 +340,26 @@ pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fork_pool_threads;
+
+    #[test]
+    fn fork_pools_keep_a_thread_per_cpu_until_their_threads_add_up_on_big_hosts() {
+        // the measured configuration (16 CPUs, 7 workers) and small hosts: a thread per CPU
+        assert_eq!(fork_pool_threads(16, 7), 16);
+        assert_eq!(fork_pool_threads(2, 1), 2);
+        assert_eq!(fork_pool_threads(64, 2), 64);
+        // 192 CPUs and 70 partitions at once: 32 a pool, 2,240 in all instead of 13,440
+        assert_eq!(fork_pool_threads(192, 70), 32);
+        // a pool's share of twice the CPUs when that is more than the floor
+        assert_eq!(fork_pool_threads(192, 8), 48);
+        for (cpus, pools) in [(1, 1), (16, 16), (96, 96), (192, 192), (384, 30)] {
+            let t = fork_pool_threads(cpus, pools);
+            assert!(t >= 1 && t <= cpus, "{cpus} cpus, {pools} pools: {t}");
+            assert!(t * pools >= cpus, "{cpus} cpus, {pools} pools: {t} each cannot keep every CPU busy");
+        }
+    }
 }
