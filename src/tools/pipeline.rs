@@ -76,8 +76,10 @@ pub struct PipelineReport {
     pub peak_rss: Bytes,
     pub peak_budget_reserved: Bytes,
     /// WinningPoSts submitted one after another while the sustained run is proving, with
-    /// `proving.pause_for_critical` on, off and on again, so the pause is compared in one run.
+    /// `proving.pause_for_critical` on and off in turn, so the pause is compared in one run.
     pub winning_mid_run: Vec<MidRunWinning>,
+    /// Those latencies per setting, the first WinningPoSt (its circuit's first upload) left out.
+    pub winning_mid_run_by_pause: Vec<PauseLatencies>,
     /// `--gpu-memory-limit`, and per device the queries its proofs streamed from host memory.
     pub gpu_memory_limit: Option<Bytes>,
     pub streamed: Vec<String>,
@@ -98,9 +100,45 @@ pub struct MidRunWinning {
     pub outcome: String,
 }
 
+/// The mid-run WinningPoSts' latencies with one setting of `proving.pause_for_critical`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PauseLatencies {
+    pub pause_for_critical: bool,
+    pub samples: usize,
+    pub median_s: f64,
+    pub min_s: f64,
+    pub max_s: f64,
+}
+
+impl PauseLatencies {
+    /// Per setting, from the samples after the first; a setting without samples is left out.
+    fn of(samples: &[MidRunWinning]) -> Vec<PauseLatencies> {
+        [true, false]
+            .into_iter()
+            .filter_map(|pause_for_critical| {
+                let mut s: Vec<f64> = samples.iter().skip(1).filter(|w| w.pause_for_critical == pause_for_critical).map(|w| w.latency_s).collect();
+                s.sort_by(f64::total_cmp);
+                let n = s.len();
+                let median_s = match n {
+                    0 => return None,
+                    _ if n % 2 == 1 => s[n / 2],
+                    _ => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+                };
+                Some(PauseLatencies { pause_for_critical, samples: n, median_s, min_s: s[0], max_s: s[n - 1] })
+            })
+            .collect()
+    }
+}
+
 /// The mid-run WinningPoSts' settings of `proving.pause_for_critical`, in order: the first pays
-/// its circuit's first upload to the device, so the pause is judged by the two after it.
-const MID_RUN_PAUSES: [bool; 3] = [true, false, true];
+/// its circuit's first upload to the device and is left out of the comparison; the rest alternate,
+/// so each setting is sampled as often as the other and at as many points of a partition.
+const MID_RUN_PAUSES: [bool; 11] = [true, false, true, false, true, false, true, false, true, false, true];
+
+/// Pauses after each mid-run WinningPoSt, uneven so that the next lands at another point of the
+/// partition on the device rather than in step with it (cycled).
+const MID_RUN_GAPS: [Duration; 5] =
+    [Duration::from_millis(300), Duration::from_millis(1100), Duration::from_millis(700), Duration::from_millis(1500), Duration::from_millis(500)];
 
 /// Runs `main` alone once, then `opts.proofs` of it together, with `winning` (when given)
 /// submitted once the sustained run has its first partition proved.
@@ -198,7 +236,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         while engine.job(&jobs[0])?.partitions_done == 0 && !engine.job(&jobs[0])?.state.is_terminal() {
             std::thread::sleep(Duration::from_millis(50));
         }
-        for pause_for_critical in MID_RUN_PAUSES {
+        for (i, pause_for_critical) in MID_RUN_PAUSES.into_iter().enumerate() {
             if engine.job(jobs.last().unwrap_or(&jobs[0]))?.state.is_terminal() {
                 progress("the sustained run ended before every mid-run WinningPoSt was submitted");
                 break;
@@ -211,8 +249,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
             let sample = MidRunWinning { pause_for_critical, latency_s, timings: info.timings, outcome: outcome(&info) };
             progress(&format!("WinningPoSt submitted mid-run: {}", sample.describe()));
             winning_mid_run.push(sample);
-            // the next lands at another point of a partition
-            std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(MID_RUN_GAPS[i % MID_RUN_GAPS.len()]);
         }
         engine.apply_settings(settings, None);
     }
@@ -265,6 +302,7 @@ pub fn run(main: &ProofRequest, winning: Option<&ProofRequest>, opts: &PipelineO
         device_busy_pct: busy,
         peak_rss,
         peak_budget_reserved: peak_reserved,
+        winning_mid_run_by_pause: PauseLatencies::of(&winning_mid_run),
         winning_mid_run,
         gpu_memory_limit: opts.gpu_memory_limit,
         streamed,
@@ -313,7 +351,22 @@ impl PipelineReport {
             win = if self.winning_mid_run.is_empty() {
                 "not run".to_string()
             } else {
-                self.winning_mid_run.iter().map(|w| format!("\n  {}", w.describe())).collect::<String>()
+                let each: String = self.winning_mid_run.iter().map(|w| format!("\n  {}", w.describe())).collect();
+                let by_pause: String = self
+                    .winning_mid_run_by_pause
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "\n  pause {}: median {:.2} s, {:.2}-{:.2} s over {} (the first left out)",
+                            if p.pause_for_critical { "on" } else { "off" },
+                            p.median_s,
+                            p.min_s,
+                            p.max_s,
+                            p.samples
+                        )
+                    })
+                    .collect();
+                each + &by_pause
             },
             outcomes = self.outcomes.join(", "),
         )
@@ -399,5 +452,27 @@ impl Watch {
     fn stop(self) -> (Bytes, Bytes) {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(pause_for_critical: bool, latency_s: f64) -> MidRunWinning {
+        MidRunWinning { pause_for_critical, latency_s, timings: Default::default(), outcome: "verification_failed".into() }
+    }
+
+    #[test]
+    fn mid_run_latencies_are_summed_up_per_setting_without_the_first() {
+        let samples = [sample(true, 9.0), sample(false, 1.6), sample(true, 0.3), sample(false, 0.4), sample(true, 0.1), sample(false, 1.0), sample(false, 2.0)];
+        let by = PauseLatencies::of(&samples);
+        assert_eq!(by.len(), 2);
+        let (on, off) = (&by[0], &by[1]);
+        assert!(on.pause_for_critical && !off.pause_for_critical);
+        // the first (9.0 s, the circuit's first upload) is left out
+        assert_eq!((on.samples, on.median_s, on.min_s, on.max_s), (2, 0.2, 0.1, 0.3));
+        assert_eq!((off.samples, off.median_s, off.min_s, off.max_s), (4, 1.3, 0.4, 2.0));
+        assert!(PauseLatencies::of(&samples[..1]).is_empty());
     }
 }
