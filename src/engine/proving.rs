@@ -192,11 +192,12 @@ impl Pipeline {
     /// 32 GiB PoRep partition, not for the whole partition).
     fn prove_one(&self, device: &Arc<Device>, s: Synthesized, next: Option<&Witness>) {
         let paused = Cell::new(Duration::ZERO);
-        let pausable = s.item.job.priority != Priority::Critical && self.settings.read().unwrap().pause_for_critical;
+        let pausable = s.item.job.priority != Priority::Critical;
         // named only when a partition is proved in the middle of it
         let (job, partition) = (s.item.job.clone(), s.item.partition);
         let mut urgent = |between: &dyn Interlude| -> bool {
-            if !pausable {
+            // read at each pause, so a reload applies to the partition on the device too
+            if !pausable || !self.settings.read().unwrap().pause_for_critical {
                 return false;
             }
             let mut proved = false;

@@ -1,12 +1,13 @@
 //! The CPU proving backend: h by NTTs (`prover::compute_h`), the five MSMs on blst, assembly by
 //! `prover::assemble`. It is the fallback when no GPU is configured and the reference the GPU
-//! backend is checked against.
+//! backend is checked against. Like the GPU backend it pauses between steps for a more urgent
+//! partition, so a WinningPoSt on a host without a GPU does not wait for a whole partition.
 //!
 //! Filecoin witnesses are mostly 0 and 1 (SHA-256 bits), so each MSM first sorts its scalars on
 //! rayon threads: zeros are skipped, the bases of ones are summed with blst's batched affine
 //! addition, and only the remaining scalars go through blst's (multi-threaded) Pippenger.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, MultiPoint};
 use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
@@ -15,7 +16,7 @@ use group::Group;
 use rayon::prelude::*;
 
 use super::prover::{assemble, check_shape, compute_h, MsmSums};
-use super::{BackendError, Density, Proof, ProveTimings, ProvingBackend, ReleaseFn, Witness};
+use super::{BackendError, Density, Interlude, Proof, ProveTimings, ProvingBackend, ReleaseFn, UrgentFn, Witness};
 use crate::srs::Srs;
 
 /// Scalars per classification task; a multiple of 64 so tasks start on density word boundaries.
@@ -41,6 +42,28 @@ impl CpuBackend {
         s: Fr,
         release: ReleaseFn<'_>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        self.prove_pausing(witness, srs, r, s, release, &mut |_| false)
+    }
+
+    /// The proof in five steps (h, then the H, L, A and B_G1 MSMs, then B_G2's), calling
+    /// `urgent` after each but the last so that a more urgent partition is proved there; the
+    /// time such interludes take is left out of this proof's timings.
+    fn prove_pausing(
+        &self,
+        witness: Witness,
+        srs: &Srs,
+        r: Fr,
+        s: Fr,
+        release: ReleaseFn<'_>,
+        urgent: UrgentFn<'_>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        let mut paused = Duration::ZERO;
+        let mut pause = || {
+            let started = Instant::now();
+            if urgent(&Between(self)) {
+                paused += started.elapsed();
+            }
+        };
         let start = Instant::now();
         check_shape(&witness, srs)?;
         // what the engine reserved for: a deferred witness's a and b are made here, outside it
@@ -66,20 +89,26 @@ impl CpuBackend {
         release(abc_bytes);
         let ntt = start.elapsed();
 
+        // every pause falls inside the MSMs' time, which leaves them out
         let msm_start = Instant::now();
+        pause();
         let h = g1_msm(&srs.h, &h_coeffs, None);
         drop(h_coeffs);
+        pause();
         let l = g1_msm(&srs.l, &aux, None);
+        pause();
         // The A query lists every input (full density), then the aux variables present in A.
         let (a_inputs, a_aux) = srs.a.split_at(input.len());
         let a = g1_msm(a_inputs, &input, None) + g1_msm(a_aux, &aux, Some(&a_aux_density));
+        pause();
         let (b1_inputs, b1_aux) = srs.b_g1.split_at(b_input_density.count_ones());
         let b_g1 = g1_msm(b1_inputs, &input, Some(&b_input_density)) + g1_msm(b1_aux, &aux, Some(&b_aux_density));
+        pause();
         let (b2_inputs, b2_aux) = srs.b_g2.split_at(b_input_density.count_ones());
         let b_g2 = g2_msm(b2_inputs, &input, Some(&b_input_density)) + g2_msm(b2_aux, &aux, Some(&b_aux_density));
         drop((input, aux, a_aux_density, b_input_density, b_aux_density));
         release(total_bytes - abc_bytes);
-        let msm = msm_start.elapsed();
+        let msm = msm_start.elapsed().saturating_sub(paused);
 
         let proof = assemble(&srs.vk, &MsmSums { h, l, a, b_g1, b_g2 }, r, s)?;
         Ok((
@@ -87,9 +116,23 @@ impl CpuBackend {
             ProveTimings {
                 ntt,
                 msm,
-                total: start.elapsed(),
+                total: start.elapsed().saturating_sub(paused),
             },
         ))
+    }
+}
+
+/// A proof made between two steps of one the CPU backend is making. Host memory is the engine's
+/// budget's to judge (the waiting witness is already reserved there), so every one fits.
+struct Between<'a>(&'a CpuBackend);
+
+impl Interlude for Between<'_> {
+    fn fits(&self, _witness: &Witness, _srs: &Srs) -> bool {
+        true
+    }
+
+    fn prove(&self, witness: Witness, srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        self.0.prove(witness, srs, release)
     }
 }
 
@@ -104,9 +147,23 @@ impl ProvingBackend for CpuBackend {
         srs: &Srs,
         release: ReleaseFn<'_>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        self.prove_then(witness, srs, release, None, &mut |_| false)
+    }
+
+    /// Pauses after h and after each MSM but the last (B_G2's), as the GPU backend does, so a
+    /// WinningPoSt on a host without a GPU waits for one step of a partition, not all of it.
+    fn prove_then(
+        &self,
+        witness: Witness,
+        srs: &Srs,
+        release: ReleaseFn<'_>,
+        next: Option<&Witness>,
+        urgent: UrgentFn<'_>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        let _ = next;
         let mut rng = rand_core::OsRng;
         let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
-        self.prove_with_randomness(witness, srs, r, s, release)
+        self.prove_pausing(witness, srs, r, s, release, urgent)
     }
 }
 

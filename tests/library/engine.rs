@@ -337,14 +337,17 @@ fn winning_post_overtakes_queued_porep_partitions() {
 /// A PoRep of three 600 ms partitions on a device that pauses a proof after each tenth of it
 /// (when `fits`), and a WinningPoSt submitted once the first partition is on the device: the
 /// events in order, the WinningPoSt's latency and the PoRep's device time.
-fn winning_during_a_pausable_partition(fits: bool, ooms: usize, pause_for_critical: bool) -> (Vec<String>, Duration, Duration) {
+/// A 3-partition PoRep on a fake device that pauses, and a WinningPoSt submitted once its first
+/// partition is on the device: `pause_for_critical` is set to its first value before the PoRep
+/// and to its second (as a reload would) just before the WinningPoSt.
+fn winning_during_a_pausable_partition(fits: bool, ooms: usize, pause_for_critical: [bool; 2]) -> (Vec<String>, Duration, Duration) {
     let prove = Duration::from_millis(600);
     let kinds = Arc::new(Mutex::new([(1usize, ProofKind::PorepC2), (2, ProofKind::WinningPost)].into_iter().collect()));
     let backend = FakeBackend { kinds, pauses: Some(fits), interlude_ooms: AtomicUsize::new(ooms), ..FakeBackend::porep(prove, true) };
     let events = backend.events.clone();
     let engine = fake_engine(1 << 30, 2, vec![Arc::new(backend)]);
     let mut config = snarkd::config::Config::default();
-    config.proving.pause_for_critical = pause_for_critical;
+    config.proving.pause_for_critical = pause_for_critical[0];
     engine.apply_settings(EngineSettings::from_config(&config), None);
     let porep = engine.submit(statement(ProofKind::PorepC2, 3, 1024, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -353,6 +356,8 @@ fn winning_during_a_pausable_partition(fits: bool, ooms: usize, pause_for_critic
         std::thread::sleep(Duration::from_millis(2));
     }
     std::thread::sleep(Duration::from_millis(100));
+    config.proving.pause_for_critical = pause_for_critical[1];
+    engine.apply_settings(EngineSettings::from_config(&config), None);
     let submitted = Instant::now();
     let winning = engine.submit(statement(ProofKind::WinningPost, 1, 1024, Duration::from_millis(5)), SubmitOptions::default()).unwrap();
     let w = wait_done(&engine, &winning.job_id, Duration::from_secs(10));
@@ -366,7 +371,7 @@ fn winning_during_a_pausable_partition(fits: bool, ooms: usize, pause_for_critic
 
 #[test]
 fn a_winning_post_is_proved_between_two_steps_of_a_porep_partition() {
-    let (events, latency, porep_device) = winning_during_a_pausable_partition(true, 0, true);
+    let (events, latency, porep_device) = winning_during_a_pausable_partition(true, 0, [true, true]);
     assert_eq!(events[..3], ["PorepC2 start", "WinningPost between", "PorepC2 end"], "{events:?}");
     // a tenth of a partition to the next pause, its own tenth, and its synthesis: well inside
     // the 500 ms the partition had left (slack for a loaded CI machine)
@@ -379,7 +384,7 @@ fn a_winning_post_is_proved_between_two_steps_of_a_porep_partition() {
 fn running_out_of_memory_beside_a_paused_partition_retries_without_counting_against_the_device() {
     // twice: an out-of-memory counted against the device would exclude it the second time, and
     // with no other device the WinningPoSt would fail
-    let (events, _, _) = winning_during_a_pausable_partition(true, 2, true);
+    let (events, _, _) = winning_during_a_pausable_partition(true, 2, [true, true]);
     let winning: Vec<_> = events.iter().filter(|e| e.starts_with("WinningPost")).collect();
     assert_eq!(winning[..2], ["WinningPost out of memory between", "WinningPost out of memory between"], "{events:?}");
     assert!(winning[2] == "WinningPost between" || winning[2] == "WinningPost start", "{events:?}");
@@ -387,16 +392,30 @@ fn running_out_of_memory_beside_a_paused_partition_retries_without_counting_agai
 
 #[test]
 fn a_winning_post_that_does_not_fit_beside_the_paused_partition_waits_for_it() {
-    let (events, latency, _) = winning_during_a_pausable_partition(false, 0, true);
+    let (events, latency, _) = winning_during_a_pausable_partition(false, 0, [true, true]);
     assert_eq!(events[..3], ["PorepC2 start", "PorepC2 end", "WinningPost start"], "{events:?}");
     assert!(latency > Duration::from_millis(400), "WinningPoSt latency {latency:?}");
 }
 
 #[test]
 fn with_pause_for_critical_off_a_winning_post_waits_for_the_partition_even_when_it_fits() {
-    let (events, latency, _) = winning_during_a_pausable_partition(true, 0, false);
+    let (events, latency, _) = winning_during_a_pausable_partition(true, 0, [false, false]);
     assert_eq!(events[..3], ["PorepC2 start", "PorepC2 end", "WinningPost start"], "{events:?}");
     assert!(latency > Duration::from_millis(400), "WinningPoSt latency {latency:?}");
+}
+
+#[test]
+fn a_reload_that_turns_the_pause_off_applies_to_the_partition_on_the_device() {
+    let (events, latency, _) = winning_during_a_pausable_partition(true, 0, [true, false]);
+    assert_eq!(events[..3], ["PorepC2 start", "PorepC2 end", "WinningPost start"], "{events:?}");
+    assert!(latency > Duration::from_millis(400), "WinningPoSt latency {latency:?}");
+}
+
+#[test]
+fn a_reload_that_turns_the_pause_on_applies_to_the_partition_on_the_device() {
+    let (events, latency, _) = winning_during_a_pausable_partition(true, 0, [false, true]);
+    assert_eq!(events[..3], ["PorepC2 start", "WinningPost between", "PorepC2 end"], "{events:?}");
+    assert!(latency < Duration::from_millis(450), "WinningPoSt latency {latency:?}");
 }
 
 #[test]

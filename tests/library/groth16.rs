@@ -339,3 +339,36 @@ fn field_constants_match_the_notes() {
     // The coset shift every backend uses; bellperson and the GPU kernels assume 7.
     assert_eq!(Fr::MULTIPLICATIVE_GENERATOR, Fr::from(7u64));
 }
+
+/// The CPU backend pauses a proof after h and after four of its five MSMs for a more urgent one,
+/// as the GPU backend does: every proof made in a pause and the paused proof itself verify, and
+/// the paused proof's timings leave the pauses out.
+#[test]
+fn cpu_proofs_made_between_two_steps_of_another_verify() {
+    let (dir, _) = setup();
+    let srs = load(dir.path(), &id(), PointCheck::Full).unwrap();
+    let paused_circuit = Mixed { seed: 21 };
+    let inputs = paused_circuit.public_inputs();
+    let (mut pauses, mut interludes) = (0u64, std::time::Duration::ZERO);
+    let mut urgent = |between: &dyn snarkd::groth16::Interlude| -> bool {
+        pauses += 1;
+        let circuit = Mixed { seed: 100 + pauses };
+        let witness = synthesize(circuit.clone()).unwrap();
+        assert!(between.fits(&witness, &srs));
+        let started = std::time::Instant::now();
+        let (proof, _) = between.prove(witness, &srs, &|_| {}).expect("prove between two steps");
+        // long enough that leaving it out of the paused proof's timings shows
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        interludes += started.elapsed();
+        assert!(verify(&srs.pvk, &proof, &circuit.public_inputs()).unwrap(), "a proof made in a pause does not verify");
+        true
+    };
+    let started = std::time::Instant::now();
+    let (proof, timings) = CpuBackend.prove_then(synthesize(paused_circuit).unwrap(), &srs, &|_| {}, None, &mut urgent).unwrap();
+    let wall = started.elapsed();
+    assert!(verify(&srs.pvk, &proof, &inputs).unwrap(), "a proof paused for others does not verify");
+    assert_eq!(pauses, 5, "after h and after the H, L, A and B_G1 MSMs");
+    assert!(interludes >= std::time::Duration::from_millis(1000));
+    assert!(timings.total + interludes <= wall, "the pauses are left out of the paused proof's timings: {timings:?}, {interludes:?} in pauses, {wall:?} in all");
+    assert!(timings.total >= timings.ntt + timings.msm);
+}
