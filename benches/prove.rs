@@ -211,7 +211,7 @@ fn prove() {
     };
 
     let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
-    let (ours, _) = CpuBackend.prove_with_randomness(w, &srs, r, s, &|_| {}).unwrap();
+    let (ours, _) = CpuBackend.prove_with_randomness(w, &srs, (r, s), &|_| {}, &mut |_| false).unwrap();
     let theirs = create_proof(circuit.clone(), &params, r, s).unwrap();
     assert_eq!(
         proof_to_bytes(&ours),

@@ -33,27 +33,15 @@ impl CpuBackend {
 
     /// Proves with the given blinding factors instead of fresh ones. With the same r and s as
     /// bellperson's `create_proof`, the proof is identical byte for byte, which is how this
-    /// backend (and any other checked against it) is tested.
+    /// backend (and any other checked against it) is tested. The proof runs in five steps (h,
+    /// then the H, L, A and B_G1 MSMs, then B_G2's), calling `urgent` after each but the last so
+    /// that a more urgent partition is proved there; the time such interludes take is left out
+    /// of this proof's timings.
     pub fn prove_with_randomness(
         &self,
         witness: Witness,
         srs: &Srs,
-        r: Fr,
-        s: Fr,
-        release: ReleaseFn<'_>,
-    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        self.prove_pausing(witness, srs, r, s, release, &mut |_| false)
-    }
-
-    /// The proof in five steps (h, then the H, L, A and B_G1 MSMs, then B_G2's), calling
-    /// `urgent` after each but the last so that a more urgent partition is proved there; the
-    /// time such interludes take is left out of this proof's timings.
-    fn prove_pausing(
-        &self,
-        witness: Witness,
-        srs: &Srs,
-        r: Fr,
-        s: Fr,
+        (r, s): (Fr, Fr),
         release: ReleaseFn<'_>,
         urgent: UrgentFn<'_>,
     ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
@@ -163,7 +151,7 @@ impl ProvingBackend for CpuBackend {
         let _ = next;
         let mut rng = rand_core::OsRng;
         let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
-        self.prove_pausing(witness, srs, r, s, release, urgent)
+        self.prove_with_randomness(witness, srs, (r, s), release, urgent)
     }
 }
 

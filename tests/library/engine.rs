@@ -397,18 +397,14 @@ fn a_winning_post_that_does_not_fit_beside_the_paused_partition_waits_for_it() {
     assert!(latency > Duration::from_millis(400), "WinningPoSt latency {latency:?}");
 }
 
+/// Off from the start, or turned off (as by a reload) while the partition is on the device.
 #[test]
 fn with_pause_for_critical_off_a_winning_post_waits_for_the_partition_even_when_it_fits() {
-    let (events, latency, _) = winning_during_a_pausable_partition(true, 0, [false, false]);
-    assert_eq!(events[..3], ["PorepC2 start", "PorepC2 end", "WinningPost start"], "{events:?}");
-    assert!(latency > Duration::from_millis(400), "WinningPoSt latency {latency:?}");
-}
-
-#[test]
-fn a_reload_that_turns_the_pause_off_applies_to_the_partition_on_the_device() {
-    let (events, latency, _) = winning_during_a_pausable_partition(true, 0, [true, false]);
-    assert_eq!(events[..3], ["PorepC2 start", "PorepC2 end", "WinningPost start"], "{events:?}");
-    assert!(latency > Duration::from_millis(400), "WinningPoSt latency {latency:?}");
+    for pause_for_critical in [[false, false], [true, false]] {
+        let (events, latency, _) = winning_during_a_pausable_partition(true, 0, pause_for_critical);
+        assert_eq!(events[..3], ["PorepC2 start", "PorepC2 end", "WinningPost start"], "{pause_for_critical:?}: {events:?}");
+        assert!(latency > Duration::from_millis(400), "{pause_for_critical:?}: WinningPoSt latency {latency:?}");
+    }
 }
 
 #[test]

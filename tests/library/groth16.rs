@@ -163,7 +163,7 @@ fn cpu_proof_equals_bellperson_and_verifies() {
     let release = |b: u64| {
         released.fetch_add(b, Ordering::SeqCst);
     };
-    let (ours, timings) = CpuBackend.prove_with_randomness(witness, &srs, r, s, &release).unwrap();
+    let (ours, timings) = CpuBackend.prove_with_randomness(witness, &srs, (r, s), &release, &mut |_| false).unwrap();
     assert_eq!(
         released.load(Ordering::SeqCst),
         witness_bytes,
