@@ -308,8 +308,9 @@ pub trait ProvingBackend: Send + Sync {
     /// waiting, so that it can move that witness's inputs while this one is proved (the GPU
     /// backend uploads its a and b during this proof's MSMs), and calling `urgent` between two
     /// steps of the proof wherever it can pause it (the GPU backend once h is queued, the CPU
-    /// backend once h is made, and both after each MSM but the last), so that a partition more urgent than this one is proved there
-    /// instead of after it. The default ignores `next` and cannot pause.
+    /// backend once h is made, and both after each MSM but the last), so that a partition more
+    /// urgent than this one is proved there instead of after it. The default ignores `next` and
+    /// cannot pause.
     fn prove_then(
         &self,
         witness: Witness,

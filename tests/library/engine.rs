@@ -337,9 +337,8 @@ fn winning_post_overtakes_queued_porep_partitions() {
 /// A PoRep of three 600 ms partitions on a device that pauses a proof after each tenth of it
 /// (when `fits`), and a WinningPoSt submitted once the first partition is on the device: the
 /// events in order, the WinningPoSt's latency and the PoRep's device time.
-/// A 3-partition PoRep on a fake device that pauses, and a WinningPoSt submitted once its first
-/// partition is on the device: `pause_for_critical` is set to its first value before the PoRep
-/// and to its second (as a reload would) just before the WinningPoSt.
+/// `pause_for_critical` is set to its first value before the PoRep and to its second (as a
+/// reload would) just before the WinningPoSt.
 fn winning_during_a_pausable_partition(fits: bool, ooms: usize, pause_for_critical: [bool; 2]) -> (Vec<String>, Duration, Duration) {
     let prove = Duration::from_millis(600);
     let kinds = Arc::new(Mutex::new([(1usize, ProofKind::PorepC2), (2, ProofKind::WinningPost)].into_iter().collect()));
