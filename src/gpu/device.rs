@@ -170,8 +170,8 @@ pub struct GpuDevice {
     limit: Option<u64>,
     /// Pinned buffers for [`GpuDevice::upload_scalars`], made on first use.
     staging: Mutex<Option<[Staging; 2]>>,
-    /// The last proof's NTT domain ([`Domain::cached`]).
-    pub(crate) domain: Mutex<Option<Arc<Domain>>>,
+    /// The last small and the last large NTT domain that proofs used ([`Domain::cached`]).
+    pub(crate) domains: Mutex<[Option<Arc<Domain>>; 2]>,
 }
 
 impl GpuDevice {
@@ -239,7 +239,7 @@ impl GpuDevice {
             g1: curve("g1")?,
             g2: curve("g2")?,
         };
-        Ok(GpuDevice { ordinal, name, ctx, pool, stream, copy, prefetch, _module: module, k, l2_bytes, limit, staging: Mutex::new(None), domain: Mutex::new(None) })
+        Ok(GpuDevice { ordinal, name, ctx, pool, stream, copy, prefetch, _module: module, k, l2_bytes, limit, staging: Mutex::new(None), domains: Mutex::new([None, None]) })
     }
 
     pub fn ordinal(&self) -> usize {

@@ -192,6 +192,9 @@ fn twiddles(dev: &GpuDevice, base: Fr, count: u64) -> Result<CudaSlice<DevFr>, G
     Ok(out)
 }
 
+/// The largest domain [`Domain::cached`] counts as small.
+const SMALL_LOG_N: u32 = 23;
+
 /// The tables of one domain size on one device.
 pub struct Domain {
     log_n: u32,
@@ -220,11 +223,14 @@ impl Domain {
     }
 
     /// [`Domain::for_len`], kept on the device for the proofs that follow: making the tables of
-    /// a 2^27 domain takes about 4 GB and 25 ms of device time a proof. One domain at a time;
-    /// another size replaces it.
+    /// a 2^27 domain takes about 4 GB and 25 ms of device time a proof. One small domain (at most
+    /// 2^[`SMALL_LOG_N`], tables of 256 MiB at most) and one large are kept, each replaced by the
+    /// next of its class: a WinningPoSt (2^19) proved between two PoRep partitions (2^27) then
+    /// neither rebuilds its own tables nor makes the next partition rebuild the PoRep's.
     pub(crate) fn cached(dev: &GpuDevice, len: usize) -> Result<Arc<Domain>, GpuError> {
         let log_n = Self::log_for(len);
-        let mut slot = dev.domain.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slots = dev.domains.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = &mut slots[usize::from(log_n > SMALL_LOG_N)];
         if let Some(d) = slot.as_ref().filter(|d| d.log_n == log_n) {
             return Ok(d.clone());
         }

@@ -142,11 +142,16 @@ impl Timeline {
 /// The steps [`PartitionOutput::steps`] times.
 pub(crate) const STEPS: [&str; 6] = ["h (a, b uploads or aux upload + a, b from the record; 7 ntt + pointwise)", "H msm", "L msm (+ A's, B's scalars picked)", "A msm", "B_G1 msm", "B_G2 msm"];
 
+/// How often a partition polls for a critical proof while its h runs ([`run`]): a wait for a
+/// critical proof of at most this much, for a host thread woken this often for a fraction of a
+/// second a partition.
+const H_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Proves one partition, with a and b from `prefetched` when the partition before uploaded them.
 /// `uploaded` is called once a and b have left the host. `between` is called where the proof can
-/// pause for another on the same device: once h is queued and the aux is on its way, and after
-/// each MSM but the last; it returns whether it proved anything there, whose time the steps then
-/// leave out.
+/// pause for another on the same device: from when h is queued and the aux is on its way until
+/// h is done (polled), and after each MSM but the last; it returns whether it proved anything
+/// there, whose time the steps then leave out.
 pub(crate) fn run(
     dev: &GpuDevice,
     bases: &PartitionBases<'_>,
@@ -168,13 +173,14 @@ pub(crate) fn run(
     let mut marks: Vec<CudaEvent> = vec![dev.mark()?];
     // the windows between marks that another proof took (an interlude), left out of the steps
     let mut interludes: Vec<usize> = vec![];
-    let mut pause = |marks: &mut Vec<CudaEvent>, interludes: &mut Vec<usize>| -> Result<(), GpuError> {
-        if between() {
+    let mut pause = |marks: &mut Vec<CudaEvent>, interludes: &mut Vec<usize>| -> Result<bool, GpuError> {
+        let proved = between();
+        if proved {
             interludes.push(marks.len() - 1);
             marks.push(dev.mark()?);
             tl.note("resumed after another proof");
         }
-        Ok(())
+        Ok(proved)
     };
     // allocated before any kernel is queued, so the uploads into them need not wait for kernels
     let density_bufs = |sel: &Selection<'_>| -> Result<_, GpuError> {
@@ -244,7 +250,16 @@ pub(crate) fn run(
             tl.note("upload: next b staged");
             Ok(Some(Prefetched::Ab { a, b }))
         }));
-        pause(&mut marks, &mut interludes)?;
+        // h is a quarter of the partition (0.4 s at 2^27): until it is done the proof pauses as
+        // often as it polls, so a critical proof coming meanwhile queues its kernels right behind
+        // h instead of waiting for the H MSM as well (the next pause, when that MSM returns)
+        while !pause(&mut marks, &mut interludes)? {
+            let h_done = marks.last().map(|m| m.try_is_complete()).transpose().map_err(|e| dev.err("cuEventQuery", e))?;
+            if h_done != Some(false) {
+                break;
+            }
+            std::thread::sleep(H_POLL);
+        }
         let mut aux_upload = || -> Result<Upload, GpuError> {
             rx.recv().map_err(|_| match up.take().map(|t| t.join()) {
                 Some(Ok(Err(e))) => e,
