@@ -226,7 +226,7 @@ impl Domain {
     /// a 2^27 domain takes about 4 GB and 25 ms of device time a proof. One small domain (at most
     /// 2^[`SMALL_LOG_N`], tables of 256 MiB at most) and one large are kept, each replaced by the
     /// next of its class: a WinningPoSt (2^19) proved between two PoRep partitions (2^27) then
-    /// neither rebuilds its own tables nor makes the next partition rebuild the PoRep's.
+    /// leaves the PoRep's tables for the next partition instead of making it rebuild them.
     pub(crate) fn cached(dev: &GpuDevice, len: usize) -> Result<Arc<Domain>, GpuError> {
         let log_n = Self::log_for(len);
         let mut slots = dev.domains.lock().unwrap_or_else(|p| p.into_inner());
