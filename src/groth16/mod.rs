@@ -307,7 +307,7 @@ pub trait ProvingBackend: Send + Sync {
     /// [`ProvingBackend::prove`], told the witness this backend proves next when one is already
     /// waiting, so that it can move that witness's inputs while this one is proved (the GPU
     /// backend uploads its a and b during this proof's MSMs), and calling `urgent` between two
-    /// steps of the proof wherever it can pause it (the GPU backend once h is queued, the CPU
+    /// steps of the proof wherever it can pause it (the GPU backend while h runs, polled, the CPU
     /// backend once h is made, and both after each MSM but the last), so that a partition more
     /// urgent than this one is proved there instead of after it. The default ignores `next` and
     /// cannot pause.

@@ -230,7 +230,7 @@ fn partitions_proved_between_two_steps_of_another_verify() {
         assert!(verify_proof(&big.pvk, &proof, &public).unwrap(), "a proof paused for others does not verify");
         cur = next;
     }
-    // five pauses a proof: after h is queued and after four of the five MSMs
+    // five pauses a proof: while h runs (the first poll proves one here) and after four of the five MSMs
     assert_eq!((pauses, interludes_verified), (15, 15));
     assert!(backend.holds(&small.id) && backend.holds(&big.id), "both circuits stay resident");
 }
