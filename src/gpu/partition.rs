@@ -142,9 +142,9 @@ impl Timeline {
 /// The steps [`PartitionOutput::steps`] times.
 pub(crate) const STEPS: [&str; 6] = ["h (a, b uploads or aux upload + a, b from the record; 7 ntt + pointwise)", "H msm", "L msm (+ A's, B's scalars picked)", "A msm", "B_G1 msm", "B_G2 msm"];
 
-/// How often a partition polls for a critical proof while its h runs ([`run`]): a wait for a
-/// critical proof of at most this much, for a host thread woken this often for a fraction of a
-/// second a partition.
+/// How often a partition looks for a critical proof while its h runs ([`run`]): such a proof
+/// waits at most this long to be taken, for the cost of one host thread woken this often during
+/// h's fraction of a second.
 const H_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Proves one partition, with a and b from `prefetched` when the partition before uploaded them.
