@@ -254,8 +254,8 @@ pub(crate) fn run(
         // often as it polls, so a critical proof coming meanwhile queues its kernels right behind
         // h instead of waiting for the H MSM as well (the next pause, when that MSM returns)
         while !pause(&mut marks, &mut interludes)? {
-            let h_done = marks.last().map(|m| m.try_is_complete()).transpose().map_err(|e| dev.err("cuEventQuery", e))?;
-            if h_done != Some(false) {
+            // the last mark follows h on the compute stream
+            if marks[marks.len() - 1].try_is_complete().map_err(|e| dev.err("cuEventQuery", e))? {
                 break;
             }
             std::thread::sleep(H_POLL);
