@@ -430,15 +430,6 @@ impl ProvingBackend for GpuBackend {
         Ok(())
     }
 
-    fn prove(
-        &self,
-        witness: Witness,
-        srs: &Srs,
-        release: ReleaseFn<'_>,
-    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        self.prove_then(witness, srs, release, None, &mut |_| false)
-    }
-
     fn prove_then(
         &self,
         witness: Witness,

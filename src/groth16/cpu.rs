@@ -129,15 +129,6 @@ impl ProvingBackend for CpuBackend {
         format!("cpu ({} threads)", rayon::current_num_threads())
     }
 
-    fn prove(
-        &self,
-        witness: Witness,
-        srs: &Srs,
-        release: ReleaseFn<'_>,
-    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        self.prove_then(witness, srs, release, None, &mut |_| false)
-    }
-
     /// Pauses after h and after each MSM but the last (B_G2's), as the GPU backend does, so a
     /// WinningPoSt on a host without a GPU waits for one step of a partition, not all of it.
     fn prove_then(

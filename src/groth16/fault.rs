@@ -84,10 +84,6 @@ impl ProvingBackend for FaultInjecting {
         self.inner.fills_from_record(srs, record)
     }
 
-    fn prove(&self, witness: Witness, srs: &Srs, release: ReleaseFn<'_>) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        self.prove_then(witness, srs, release, None, &mut |_| false)
-    }
-
     fn prove_then(
         &self,
         witness: Witness,

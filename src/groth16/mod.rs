@@ -296,21 +296,24 @@ pub trait ProvingBackend: Send + Sync {
     }
 
     /// Proves one circuit with fresh r and s from OsRng. `release` is called with the byte count of
-    /// each witness buffer once it is no longer needed.
+    /// each witness buffer once it is no longer needed. The default is
+    /// [`ProvingBackend::prove_then`] with nothing next and nothing urgent.
     fn prove(
         &self,
         witness: Witness,
         srs: &Srs,
         release: ReleaseFn<'_>,
-    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError>;
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
+        self.prove_then(witness, srs, release, None, &mut |_| false)
+    }
 
     /// [`ProvingBackend::prove`], told the witness this backend proves next when one is already
     /// waiting, so that it can move that witness's inputs while this one is proved (the GPU
     /// backend uploads its a and b during this proof's MSMs), and calling `urgent` between two
     /// steps of the proof wherever it can pause it (the GPU backend while h runs, polled, the CPU
     /// backend once h is made, and both after each MSM but the last), so that a partition more
-    /// urgent than this one is proved there instead of after it. The default ignores `next` and
-    /// cannot pause.
+    /// urgent than this one is proved there instead of after it. A backend that cannot pause
+    /// never calls `urgent`.
     fn prove_then(
         &self,
         witness: Witness,
@@ -318,10 +321,7 @@ pub trait ProvingBackend: Send + Sync {
         release: ReleaseFn<'_>,
         next: Option<&Witness>,
         urgent: UrgentFn<'_>,
-    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError> {
-        let _ = (next, urgent);
-        self.prove(witness, srs, release)
-    }
+    ) -> Result<(Proof<Bls12>, ProveTimings), BackendError>;
 }
 
 /// Runs `f` with `key` holding `value` on this thread, and then what it held before, even when
