@@ -12,7 +12,7 @@ while os.path.exists(f'/proc/{pid}'):
     wch = collections.Counter()
     cur = {}
     try: tids = os.listdir(f'/proc/{pid}/task')
-    except Exception: break
+    except OSError: break  # the process ended
     for tid in tids:
         try:
             s = open(f'/proc/{pid}/task/{tid}/stat').read()
@@ -20,7 +20,7 @@ while os.path.exists(f'/proc/{pid}'):
             f = s[s.rindex(')')+2:].split()
             st, ut, stt = f[0], int(f[11]), int(f[12])
             w = open(f'/proc/{pid}/task/{tid}/wchan').read().strip()
-        except Exception: continue
+        except OSError: continue  # the thread ended
         g = re.sub(r'-?\d+$', '', comm)
         cur[tid] = (ut, stt)
         pu, ps = prev.get(tid, (ut, stt))
