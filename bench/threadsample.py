@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Samples a running process's threads and prints, by thread-name group (rayon pools, synth-N,
-prove-N, ...), the user and system clock ticks spent since the last report, how many threads run,
-where the others wait (wchan, and the system call they are in), the top frames of their kernel
-stacks where /proc lets us read them, and the host's paging counters (/proc/vmstat) over the same
-interval: a profiler for the device machine, which has no perf, gdb or strace.
+"""Samples a running process's threads and prints, every 2 s, by thread-name group (rayon pools,
+synth-N, prove-N, ...): the user and system clock ticks spent, how many threads run, and their
+voluntary context switches; the host's paging counters (/proc/vmstat) over the same interval; and,
+for the groups that used the CPU, what their sleeping threads wait in (system call, the futex word's
+address for a futex, wait channel, the top frames of the kernel stack where /proc lets us read it).
+A profiler for the device machine, which has no perf, gdb or strace. The process's memory map is
+copied to OUTFILE.maps at the first busy report, so that futex addresses can be placed afterwards
+(against the unstripped binary: `nm -C`, addresses less the binary's load address).
 Usage: threadsample.py PID OUTFILE (ends when the process does)."""
 import os, sys, time, re, collections
 
@@ -13,7 +16,7 @@ SYSCALLS = {0: 'read', 1: 'write', 7: 'poll', 9: 'mmap', 10: 'mprotect', 11: 'mu
             230: 'clock_nanosleep', 232: 'epoll_wait', 281: 'epoll_pwait'}
 VMSTAT = ('pgfault', 'thp_fault_alloc', 'thp_fault_fallback', 'compact_stall', 'numa_hint_faults',
           'numa_pages_migrated', 'pgmigrate_success', 'nr_tlb_remote_flush', 'pgscan_direct', 'pgsteal_direct')
-REPORT, SAMPLE = 2.0, 0.25
+REPORT, SAMPLE = 2.0, 0.2
 
 
 def read(path):
@@ -36,6 +39,10 @@ def switches(base):
     return 0
 
 
+def group(stat):
+    return re.sub(r'-?\d+$', '', stat[stat.index('(') + 1:stat.rindex(')')])
+
+
 pid = sys.argv[1]
 out = open(sys.argv[2], 'w')
 for knob in ('/sys/kernel/mm/transparent_hugepage/enabled', '/sys/kernel/mm/transparent_hugepage/defrag',
@@ -44,11 +51,12 @@ for knob in ('/sys/kernel/mm/transparent_hugepage/enabled', '/sys/kernel/mm/tran
         out.write(f'{knob}: {read(knob).strip()}\n')
     except OSError as e:
         out.write(f'{knob}: {e}\n')
-prev, prev_vm, t0 = {}, vmstat(), time.time()
+prev, prev_vm, t0, mapped = {}, vmstat(), time.time(), False
 while os.path.exists(f'/proc/{pid}'):
-    wch, sysc, stacks = collections.Counter(), collections.Counter(), collections.Counter()
+    # (group, state, call) -> samples; (group, wait channel or stack) -> samples
+    calls, waits = collections.Counter(), collections.Counter()
     end = time.time() + REPORT
-    while time.time() < end:  # wait states, sampled SAMPLE apart
+    while time.time() < end:
         try:
             tids = os.listdir(f'/proc/{pid}/task')
         except OSError:
@@ -57,24 +65,29 @@ while os.path.exists(f'/proc/{pid}'):
             base = f'/proc/{pid}/task/{tid}'
             try:
                 s = read(f'{base}/stat')
-                comm = s[s.index('(') + 1:s.rindex(')')]
-                g = re.sub(r'-?\d+$', '', comm)
                 state = s[s.rindex(')') + 2:].split()[0]
-                call = read(f'{base}/syscall').split()[0]
+                fields = read(f'{base}/syscall').split()
                 w = read(f'{base}/wchan').strip()
             except OSError:
                 continue  # the thread ended
-            call = 'user' if call == 'running' else 'fault/kernel' if call == '-1' else SYSCALLS.get(int(call), call)
-            sysc[(g, state, call)] += 1
+            g, nr = group(s), fields[0]
+            if nr == 'running':
+                call = 'running'
+            elif nr == '-1':
+                call = 'in-kernel(fault?)'
+            else:
+                call = SYSCALLS.get(int(nr), nr)
+                if call == 'futex':
+                    call = f'futex({fields[1]},op={int(fields[2], 16)})'
+            calls[(g, state, call)] += 1
             if state != 'R':
-                wch[(g, w)] += 1
                 try:
-                    frames = [l.split()[-1].split('+')[0] for l in read(f'{base}/stack').splitlines()[:4]]
-                    stacks[(g, '<'.join(frames))] += 1
+                    frames = [l.split()[-1].split('+')[0] for l in read(f'{base}/stack').splitlines()[:5]]
+                    waits[(g, '<'.join(frames))] += 1
                 except (OSError, IndexError):
-                    pass
+                    waits[(g, w)] += 1
         time.sleep(SAMPLE)
-    groups = collections.defaultdict(lambda: [0, 0, 0, 0, 0])  # user ticks, system ticks, running, threads, voluntary switches
+    groups = collections.defaultdict(lambda: [0, 0, 0, 0, 0])  # user, system ticks, running, threads, switches
     cur = {}
     try:
         tids = os.listdir(f'/proc/{pid}/task')
@@ -86,23 +99,27 @@ while os.path.exists(f'/proc/{pid}'):
             vcs = switches(f'/proc/{pid}/task/{tid}')
         except OSError:
             continue
-        comm = s[s.index('(') + 1:s.rindex(')')]
         f = s[s.rindex(')') + 2:].split()
         st, ut, stt = f[0], int(f[11]), int(f[12])
-        g = re.sub(r'-?\d+$', '', comm)
         cur[tid] = (ut, stt, vcs)
         pu, ps, pv = prev.get(tid, (ut, stt, vcs))
-        a = groups[g]
+        a = groups[group(s)]
         a[0] += ut - pu; a[1] += stt - ps; a[2] += st == 'R'; a[3] += 1; a[4] += vcs - pv
     prev = cur
+    busy = {g for g, a in groups.items() if a[0] + a[1] > 20}
+    if busy and not mapped:
+        try:
+            open(sys.argv[2] + '.maps', 'w').write(read(f'/proc/{pid}/maps'))
+            mapped = True
+        except OSError:
+            pass
     vm = vmstat()
     out.write(f'{time.time() - t0:6.1f}s ' + ' | '.join(
         f'{g}: u{a[0]} s{a[1]} R{a[2]}/{a[3]} cs{a[4]}' for g, a in sorted(groups.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))
         if a[0] + a[1] > 0) + '\n')
     out.write('   counts: ' + ' '.join(f'{k}+{vm[k] - prev_vm.get(k, 0)}' for k in VMSTAT if k in vm and vm[k] != prev_vm.get(k, 0)) + '\n')
-    out.write('   in: ' + ', '.join(f'{g}/{st}/{c}:{n}' for (g, st, c), n in sysc.most_common(8)) + '\n')
-    out.write('   wait: ' + ', '.join(f'{g}@{w}:{n}' for (g, w), n in wch.most_common(6)) + '\n')
-    if stacks:
-        out.write('   stack: ' + ', '.join(f'{g}@{s}:{n}' for (g, s), n in stacks.most_common(4)) + '\n')
+    for g in sorted(busy):
+        out.write(f'   {g} in: ' + ', '.join([f'{st}/{c}:{n}' for (gg, st, c), n in calls.most_common() if gg == g][:8]) + '\n')
+        out.write(f'   {g} waits: ' + ', '.join([f'{w}:{n}' for (gg, w), n in waits.most_common() if gg == g][:5]) + '\n')
     out.flush()
     prev_vm = vm
