@@ -4,8 +4,8 @@ synth-N, prove-N, ...): the user and system clock ticks spent, how many threads 
 voluntary context switches; the host's paging counters (/proc/vmstat) over the same interval; and,
 for the groups that used the CPU, what their sleeping threads wait in (system call, the futex word's
 address for a futex, wait channel, the top frames of the kernel stack where /proc lets us read it).
-A profiler for the device machine, which has no perf, gdb or strace. The process's memory map is
-copied to OUTFILE.maps at the first busy report, so that futex addresses can be placed afterwards
+A profiler for the device machine, which has no perf, gdb or strace. The process's memory map at
+the latest busy report is kept in OUTFILE.maps, so that futex addresses can be placed afterwards
 (against the unstripped binary: `nm -C`, addresses less the binary's load address).
 Usage: threadsample.py PID OUTFILE (ends when the process does)."""
 import os, sys, time, re, collections
@@ -51,7 +51,7 @@ for knob in ('/sys/kernel/mm/transparent_hugepage/enabled', '/sys/kernel/mm/tran
         out.write(f'{knob}: {read(knob).strip()}\n')
     except OSError as e:
         out.write(f'{knob}: {e}\n')
-prev, prev_vm, t0, mapped = {}, vmstat(), time.time(), False
+prev, prev_vm, t0 = {}, vmstat(), time.time()
 while os.path.exists(f'/proc/{pid}'):
     # (group, state, call) -> samples; (group, wait channel or stack) -> samples
     calls, waits = collections.Counter(), collections.Counter()
@@ -107,17 +107,19 @@ while os.path.exists(f'/proc/{pid}'):
         a[0] += ut - pu; a[1] += stt - ps; a[2] += st == 'R'; a[3] += 1; a[4] += vcs - pv
     prev = cur
     busy = {g for g, a in groups.items() if a[0] + a[1] > 20}
-    if busy and not mapped:
+    maps = 0
+    if busy:  # the latest busy report's map: futex words in memory mapped after the first are placed too
         try:
-            open(sys.argv[2] + '.maps', 'w').write(read(f'/proc/{pid}/maps'))
-            mapped = True
+            m = read(f'/proc/{pid}/maps')
+            open(sys.argv[2] + '.maps', 'w').write(m)
+            maps = m.count('\n')
         except OSError:
             pass
     vm = vmstat()
     out.write(f'{time.time() - t0:6.1f}s ' + ' | '.join(
         f'{g}: u{a[0]} s{a[1]} R{a[2]}/{a[3]} cs{a[4]}' for g, a in sorted(groups.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))
         if a[0] + a[1] > 0) + '\n')
-    out.write('   counts: ' + ' '.join(f'{k}+{vm[k] - prev_vm.get(k, 0)}' for k in VMSTAT if k in vm and vm[k] != prev_vm.get(k, 0)) + '\n')
+    out.write(f'   counts: maps {maps} ' + ' '.join(f'{k}+{vm[k] - prev_vm.get(k, 0)}' for k in VMSTAT if k in vm and vm[k] != prev_vm.get(k, 0)) + '\n')
     for g in sorted(busy):
         out.write(f'   {g} in: ' + ', '.join([f'{st}/{c}:{n}' for (gg, st, c), n in calls.most_common() if gg == g][:8]) + '\n')
         out.write(f'   {g} waits: ' + ', '.join([f'{w}:{n}' for (gg, w), n in waits.most_common() if gg == g][:5]) + '\n')
