@@ -111,8 +111,9 @@ while os.path.exists(f'/proc/{pid}'):
     if busy:  # the latest busy report's map: futex words in memory mapped after the first are placed too
         try:
             m = read(f'/proc/{pid}/maps')
-            open(sys.argv[2] + '.maps', 'w').write(m)
             maps = m.count('\n')
+            if m:  # empty once the process is exiting: keep the last full one
+                open(sys.argv[2] + '.maps', 'w').write(m)
         except OSError:
             pass
     vm = vmstat()
