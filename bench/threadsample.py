@@ -39,8 +39,9 @@ def switches(base):
     return 0
 
 
-def group(stat):
-    return re.sub(r'-?\d+$', '', stat[stat.index('(') + 1:stat.rindex(')')])
+def parse(stat):
+    """A /proc stat line's thread-name group and the fields after its name (state first)."""
+    return re.sub(r'-?\d+$', '', stat[stat.index('(') + 1:stat.rindex(')')]), stat[stat.rindex(')') + 2:].split()
 
 
 pid = sys.argv[1]
@@ -64,13 +65,11 @@ while os.path.exists(f'/proc/{pid}'):
         for tid in tids:
             base = f'/proc/{pid}/task/{tid}'
             try:
-                s = read(f'{base}/stat')
-                state = s[s.rindex(')') + 2:].split()[0]
+                g, f = parse(read(f'{base}/stat'))
                 fields = read(f'{base}/syscall').split()
-                w = read(f'{base}/wchan').strip()
             except OSError:
                 continue  # the thread ended
-            g, nr = group(s), fields[0]
+            state, nr = f[0], fields[0]
             if nr == 'running':
                 call = 'running'
             elif nr == '-1':
@@ -84,8 +83,11 @@ while os.path.exists(f'/proc/{pid}'):
                 try:
                     frames = [l.split()[-1].split('+')[0] for l in read(f'{base}/stack').splitlines()[:5]]
                     waits[(g, '<'.join(frames))] += 1
-                except (OSError, IndexError):
-                    waits[(g, w)] += 1
+                except (OSError, IndexError):  # no kernel stack to read: the wait channel
+                    try:
+                        waits[(g, read(f'{base}/wchan').strip())] += 1
+                    except OSError:
+                        pass
         time.sleep(SAMPLE)
     groups = collections.defaultdict(lambda: [0, 0, 0, 0, 0])  # user, system ticks, running, threads, switches
     cur = {}
@@ -95,15 +97,14 @@ while os.path.exists(f'/proc/{pid}'):
         break
     for tid in tids:
         try:
-            s = read(f'/proc/{pid}/task/{tid}/stat')
+            g, f = parse(read(f'/proc/{pid}/task/{tid}/stat'))
             vcs = switches(f'/proc/{pid}/task/{tid}')
         except OSError:
             continue
-        f = s[s.rindex(')') + 2:].split()
         st, ut, stt = f[0], int(f[11]), int(f[12])
         cur[tid] = (ut, stt, vcs)
         pu, ps, pv = prev.get(tid, (ut, stt, vcs))
-        a = groups[group(s)]
+        a = groups[g]
         a[0] += ut - pu; a[1] += stt - ps; a[2] += st == 'R'; a[3] += 1; a[4] += vcs - pv
     prev = cur
     busy = {g for g, a in groups.items() if a[0] + a[1] > 20}
