@@ -113,29 +113,28 @@ impl Precompiled {
         parts: Vec<T>,
         f: impl Fn(&mut Recorder, T) -> Result<(), SynthesisError> + Sync,
     ) -> Result<Precompiled, PrecompileError> {
-        Self::record_forked(|_| Ok(()), parts, |cs, (), part| f(cs, part))
+        Self::record_forked(|_| Ok(((), parts)), |cs, (), part| f(cs, part))
     }
 
     /// Records a circuit made of a prefix, recorded by `prefix`, and parts that read the
-    /// prefix's variables but not each other's (PoRep's challenges), with the parts recorded in
-    /// parallel: each numbers its variables after the prefix's, as the sequential run would
-    /// ([`Recorder::after`]), and the records are appended in order. `prefix` returns what the
-    /// parts read of it (its allocated numbers). Equal to [`Precompiled::record`] of the whole
-    /// circuit (tested at 2 KiB). Parts go a batch at a time, so at most a batch's records are
-    /// held beside the whole.
+    /// prefix's variables but not each other's (PoRep's and SnapDeals' challenges), with the
+    /// parts recorded in parallel: each numbers its variables after the prefix's, as the
+    /// sequential run would ([`Recorder::after`]), and the records are appended in order.
+    /// `prefix` returns what the parts read of it (its allocated numbers) and the parts. Equal
+    /// to [`Precompiled::record`] of the whole circuit (tested at 2 KiB). Parts go a batch at a
+    /// time, so at most a batch's records are held beside the whole.
     pub fn record_forked<P: Sync, T: Send>(
-        prefix: impl FnOnce(&mut Recorder) -> Result<P, SynthesisError>,
-        parts: Vec<T>,
+        prefix: impl FnOnce(&mut Recorder) -> Result<(P, Vec<T>), SynthesisError>,
         f: impl Fn(&mut Recorder, &P, T) -> Result<(), SynthesisError> + Sync,
     ) -> Result<Precompiled, PrecompileError> {
         let mut whole = Recorder::default();
         whole.alloc_input(|| "one", || Ok(Fr::ONE))?;
-        let read = prefix(&mut whole)?;
+        let (read, parts) = prefix(&mut whole)?;
         let (inputs, aux) = (whole.pre.inputs, whole.pre.aux);
         let batch = 4 * rayon::current_num_threads();
         let mut parts = parts.into_iter().peekable();
         while parts.peek().is_some() {
-            let recorded: Vec<Result<Recorder, SynthesisError>> = parts
+            let recorded: Vec<Recorder> = parts
                 .by_ref()
                 .take(batch)
                 .collect::<Vec<T>>()
@@ -145,9 +144,10 @@ impl Precompiled {
                     f(&mut cs, &read, part)?;
                     Ok(cs)
                 })
-                .collect();
+                .collect::<Result<_, SynthesisError>>()?;
+            whole.reserve_for(&recorded, parts.len());
             for part in recorded {
-                whole.append(part?, inputs, aux);
+                whole.append(part, inputs, aux);
             }
         }
         whole.finish()
@@ -372,6 +372,25 @@ impl Recorder {
         pre.b_aux_density.grow(aux);
         pre.b_input_density.grow(inputs);
         r
+    }
+
+    /// Makes room for `batch` and, at its size a part, for `left` parts more, once: appending
+    /// then never grows the matrices by doubling, which copies gigabytes at 32 GiB (an
+    /// allocator without glibc's `mremap` copies a grown block) and leaves up to half of it spare.
+    /// Parts of one circuit are alike (challenges, sectors), so the estimate is exact for them.
+    fn reserve_for(&mut self, batch: &[Recorder], left: usize) {
+        if batch.is_empty() {
+            return;
+        }
+        let sum = |len: fn(&Precompiled) -> usize| batch.iter().map(|r| len(&r.pre)).sum::<usize>();
+        let more = |n: usize| n + n / batch.len() * left;
+        let (a_terms, a_ends) = (more(sum(|p| p.a.terms.len())), more(sum(|p| p.a.ends.len())));
+        let (b_terms, b_ends) = (more(sum(|p| p.b.terms.len())), more(sum(|p| p.b.ends.len())));
+        let pre = &mut self.pre;
+        pre.a.terms.reserve_exact(a_terms);
+        pre.a.ends.reserve_exact(a_ends);
+        pre.b.terms.reserve_exact(b_terms);
+        pre.b.ends.reserve_exact(b_ends);
     }
 
     /// Appends `part`, whose first `shared_inputs` inputs and `shared_aux` aux variables are

@@ -161,6 +161,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Statement for Snap<T
         synthesize_circuit(partition, self.partition_circuit(partition)?)
     }
     fn record(&self) -> Result<crate::groth16::Precompiled, SnarkError> {
+        split::record_snap(0, self.partition_circuit(0)?)
+    }
+    fn record_sequential(&self) -> Result<crate::groth16::Precompiled, SnarkError> {
         record_circuit(0, self.partition_circuit(0)?)
     }
     fn public_inputs(&self, partition: usize) -> Result<Vec<blstrs::Scalar>, SnarkError> {

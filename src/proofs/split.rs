@@ -14,6 +14,10 @@
 //! - SnapDeals: each row of the apex tree forked per hash (127 hashes, 5.8M constraints), then
 //!   one fork per challenge (86 of about 0.87M constraints in a 32 GiB partition). What stays
 //!   sequential (public inputs, the partition path, the challenges' bits) is about 0.2%.
+//!
+//! A circuit's precompiled record is made the same way, a challenge (PoRep, SnapDeals) or a
+//! sector (PoSt) at a time in parallel ([`Precompiled::record_forked`]); what comes before them,
+//! SnapDeals' apex tree included, is recorded in place.
 
 use bellperson::gadgets::boolean::{field_into_allocated_bits_le, AllocatedBit, Boolean};
 use bellperson::gadgets::multipack::pack_bits;
@@ -101,7 +105,7 @@ pub(super) fn record_porep<Tree: 'static + MerkleTreeTrait>(
     let proofs = challenge_circuits(StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<&mut WitnessCs>, vanilla);
     recorded(
         partition,
-        Precompiled::record_forked(|cs| porep_prefix::<Tree, _>(cs, &values), proofs, |cs, p, proof| {
+        Precompiled::record_forked(|cs| Ok((porep_prefix::<Tree, _>(cs, &values)?, proofs)), |cs, p, proof| {
             proof.synthesize(cs, &p.comm_d, &p.comm_c, &p.comm_r_last, &p.replica_id_bits)
         }),
     )
@@ -201,6 +205,43 @@ pub(super) fn record_post<Tree: 'static + MerkleTreeTrait>(
     recorded(partition, Precompiled::record_parts(circuit.sectors.iter().collect(), |cs, sector| sector.synthesize(cs)))
 }
 
+/// A SnapDeals partition's circuit, checked for its sector size (the shape checks of
+/// storage-proofs-update src/circuit.rs lines 370–415, as errors; their checks of
+/// `k_and_h_select`'s bits are left out: `PublicInputs::new` built it from a validated partition
+/// index and `h`), with what its prefix reads worked out once.
+struct Update<TreeR: MerkleTreeTrait<Hasher = TreeRHasher>> {
+    circuit: EmptySectorUpdateCircuit<TreeR>,
+    hs: [usize; 6],
+    /// The path from the apex root to comm_d_new, one sibling a row (every challenge's ends with it).
+    partition_path: Vec<Option<Fr>>,
+}
+
+fn update<TreeR: MerkleTreeTrait<Hasher = TreeRHasher>>(
+    partition: usize,
+    circuit: anyhow::Result<EmptySectorUpdateCircuit<TreeR>>,
+) -> Result<Update<TreeR>, SnarkError> {
+    let circuit = built(partition, circuit)?;
+    let (p, proofs) = (&circuit.pub_params, &circuit.priv_inputs.challenge_proofs);
+    validate_tree_r_shape::<TreeR>(p.sector_nodes);
+    let at = p.challenge_bit_len - p.partition_bit_len;
+    let partition_path = proofs.first().map(|first| &first.path_d_new[at..]);
+    let shape_ok = circuit.priv_inputs.apex_leafs.len() == p.apex_leaf_count
+        && proofs.len() == p.challenge_count
+        && partition_path.is_some_and(|path| {
+            path.iter().all(|siblings| siblings.len() == 1) && proofs.iter().all(|proof| proof.path_d_new[at..] == *path)
+        });
+    let (true, Some(partition_path)) = (shape_ok, partition_path) else {
+        return Err(SnarkError::internal(format!(
+            "partition {partition}: the update circuit is not shaped for its sector size"
+        )));
+    };
+    let partition_path = partition_path.iter().map(|siblings| siblings[0]).collect();
+    Ok(Update { hs: hs(p.sector_nodes), partition_path, circuit })
+}
+
+/// One challenge of the loop at lines 582–742: its index, its bits below the partition's, its proof.
+type Challenge<'c, TreeR> = (usize, Vec<AllocatedBit>, &'c ChallengeProof<TreeR>);
+
 /// SnapDeals: `EmptySectorUpdateCircuit`'s synthesis (storage-proofs-update src/circuit.rs lines
 /// 341–745) with the apex tree's rows and the challenge loop (lines 582–742) forked. The library's
 /// gadgets are crate-private, so those used here are restated below from src/gadgets.rs.
@@ -209,165 +250,146 @@ pub(super) fn snap<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     id: &CircuitId,
     circuit: anyhow::Result<EmptySectorUpdateCircuit<TreeR>>,
 ) -> Result<Witness, SnarkError> {
-    let EmptySectorUpdateCircuit {
-        pub_params:
-            PublicParams {
-                sector_nodes,
-                challenge_count,
-                challenge_bit_len,
-                partition_bit_len,
-                apex_leaf_count,
-                apex_leaf_bit_len,
-                ..
-            },
-        pub_inputs: PublicInputs { k_and_h_select, comm_r_old, comm_d_new, comm_r_new },
-        priv_inputs: PrivateInputs { comm_c, root_r_old, root_r_new, apex_leafs, challenge_proofs },
-    } = built(partition, circuit)?;
-
-    // The shape checks of lines 370–415, as errors. (Their checks of `k_and_h_select`'s bits are
-    // left out: `PublicInputs::new` built it from a validated partition index and `h`.)
-    validate_tree_r_shape::<TreeR>(sector_nodes);
-    let partition_path_at = challenge_bit_len - partition_bit_len;
-    let shape_ok = apex_leafs.len() == apex_leaf_count
-        && challenge_proofs.len() == challenge_count
-        && challenge_proofs
-            .iter()
-            .all(|p| p.path_d_new[partition_path_at..] == challenge_proofs[0].path_d_new[partition_path_at..])
-        && challenge_proofs[0].path_d_new[partition_path_at..].iter().all(|siblings| siblings.len() == 1);
-    if !shape_ok {
-        return Err(SnarkError::internal(format!(
-            "partition {partition}: the update circuit is not shaped for its sector size"
-        )));
-    }
-    let hs = hs(sector_nodes);
+    let u = update(partition, circuit)?;
     let (apex_shape, challenge_shape) = (item_shape(id, "apex hash"), item_shape(id, "challenge"));
-    let partition_path = challenge_proofs[0].path_d_new[partition_path_at..].to_vec();
-
     synthesized(
         partition,
         synthesize_with(|cs| {
-            // lines 420–474
-            let k_and_h_select = AllocatedNum::alloc(cs.namespace(|| "k_and_h_select"), || {
-                k_and_h_select.ok_or(SynthesisError::AssignmentMissing)
-            })?;
-            k_and_h_select.inputize(cs.namespace(|| "k_and_h_select (public input)"))?;
-            let k_and_h_select_bits = {
-                let bit_len = partition_bit_len + hs.len();
-                let bits: Vec<Option<bool>> = match k_and_h_select.get_value() {
-                    Some(value) => value.to_le_bits().into_iter().take(bit_len).map(Some).collect(),
-                    None => vec![None; bit_len],
-                };
-                let bits = bits
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, bit)| AllocatedBit::alloc(cs.namespace(|| format!("k_and_h_select_bit_{i}")), bit))
-                    .collect::<Result<Vec<AllocatedBit>, SynthesisError>>()?;
-                let mut lc = LinearCombination::<Fr>::zero();
-                let mut pow2 = Fr::ONE;
-                for bit in bits.iter() {
-                    lc = lc + (pow2, bit.get_variable());
-                    pow2 = pow2.double();
-                }
-                cs.enforce(
-                    || "k_and_h_select binary decomp",
-                    |_| lc,
-                    |lc| lc + WitnessCs::one(),
-                    |lc| lc + k_and_h_select.get_variable(),
-                );
-                bits
-            };
-            let partition_bits = k_and_h_select_bits[..partition_bit_len].to_vec();
-            let h_select_bits = k_and_h_select_bits[partition_bit_len..].to_vec();
-            let partition_num = pack_bits(
-                cs.namespace(|| "pack partition bits"),
-                &partition_bits.iter().cloned().map(Into::into).collect::<Vec<Boolean>>(),
-            )?;
-
-            // lines 476–496
-            let comm_r_old = AllocatedNum::alloc(cs.namespace(|| "comm_r_old"), || {
-                comm_r_old.ok_or(SynthesisError::AssignmentMissing)
-            })?;
-            comm_r_old.inputize(cs.namespace(|| "comm_r_old_input"))?;
-            let comm_d_new = AllocatedNum::alloc(cs.namespace(|| "comm_d_new"), || {
-                comm_d_new.ok_or(SynthesisError::AssignmentMissing)
-            })?;
-            comm_d_new.inputize(cs.namespace(|| "comm_d_new_input"))?;
-            let comm_r_new = AllocatedNum::alloc(cs.namespace(|| "comm_r_new"), || {
-                comm_r_new.ok_or(SynthesisError::AssignmentMissing)
-            })?;
-            comm_r_new.inputize(cs.namespace(|| "comm_r_new_input"))?;
-            let phi = poseidon_hash(
-                cs.namespace(|| "phi"),
-                vec![comm_d_new.clone(), comm_r_old.clone()],
-                &POSEIDON_CONSTANTS_GEN_RANDOMNESS,
-            )?;
-
-            // lines 500–532
-            let comm_c =
-                AllocatedNum::alloc(cs.namespace(|| "comm_c"), || comm_c.ok_or(SynthesisError::AssignmentMissing))?;
-            let root_r_old = AllocatedNum::alloc(cs.namespace(|| "root_r_old"), || {
-                root_r_old.ok_or(SynthesisError::AssignmentMissing)
-            })?;
-            let root_r_new = AllocatedNum::alloc(cs.namespace(|| "root_r_new"), || {
-                root_r_new.ok_or(SynthesisError::AssignmentMissing)
-            })?;
-            let apex_leafs = apex_leafs
-                .iter()
-                .enumerate()
-                .map(|(i, leaf)| {
-                    AllocatedNum::alloc(cs.namespace(|| format!("apex_leaf_{i}")), || {
-                        leaf.ok_or(SynthesisError::AssignmentMissing)
-                    })
-                })
-                .collect::<Result<Vec<AllocatedNum<Fr>>, SynthesisError>>()?;
-            let partition_path = partition_path
-                .iter()
-                .enumerate()
-                .map(|(i, siblings)| {
-                    AllocatedNum::alloc(cs.namespace(|| format!("partition_path_sibling_{i}")), || {
-                        siblings[0].ok_or(SynthesisError::AssignmentMissing)
-                    })
-                    .map(|sibling| vec![sibling])
-                })
-                .collect::<Result<Vec<Vec<AllocatedNum<Fr>>>, SynthesisError>>()?;
-
-            // lines 536–557
-            for (name, root, comm_r) in
-                [("comm_r_old", &root_r_old, &comm_r_old), ("comm_r_new", &root_r_new, &comm_r_new)]
-            {
-                let calc = <TreeRHasher as Hasher>::Function::hash2_circuit(
-                    cs.namespace(|| format!("{name}_calc")),
-                    &comm_c,
-                    root,
-                )?;
-                cs.enforce(
-                    || format!("enforce {name}_calc == {name}"),
-                    |lc| lc + calc.get_variable(),
-                    |lc| lc + WitnessCs::one(),
-                    |lc| lc + comm_r.get_variable(),
-                );
-            }
-
-            // lines 560–580
-            apex_por(cs, &apex_shape, apex_leafs.clone(), partition_bits.clone(), partition_path, comm_d_new)?;
-            let generated_bits = gen_challenge_bits(
-                cs.namespace(|| "gen_challenge_bits"),
-                &comm_r_new,
-                &partition_num,
-                challenge_count,
-                challenge_bit_len - partition_bit_len,
-            )?;
-
-            // lines 582–742, one fork per challenge
-            let challenges = generated_bits.into_iter().zip(&challenge_proofs).enumerate().collect();
-            let shared = Shared { partition_bits, h_select_bits, hs, phi, root_r_old, root_r_new, apex_leafs };
-            let (bit_lens, apex_leaf_bit_len) = ((challenge_bit_len, partition_bit_len), apex_leaf_bit_len);
-            cs.fork_map(challenges, &challenge_shape, |cs, (c_index, (c_bits, proof))| {
-                update_challenge(cs, c_index, c_bits, proof, &shared, bit_lens, apex_leaf_bit_len)
-            })?;
+            let (shared, challenges) =
+                update_prefix(cs, &u, |cs, pairs| cs.fork_map(pairs, &apex_shape, |cs, pair| apex_hash(cs, pair)))?;
+            cs.fork_map(challenges, &challenge_shape, |cs, challenge| update_challenge(cs, challenge, &shared, &u))?;
             Ok(())
         }),
     )
+}
+
+/// SnapDeals recorded for precompiled synthesis a challenge at a time in parallel
+/// ([`Precompiled::record_forked`]; the apex tree, 7 % of the circuit, in place before them):
+/// on one thread a 32 GiB partition's 81 M constraints would take about as long as a PoRep's
+/// record did (78–91 s for 130 M). The same record as the sequential one (tested).
+pub(super) fn record_snap<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    partition: usize,
+    circuit: anyhow::Result<EmptySectorUpdateCircuit<TreeR>>,
+) -> Result<Precompiled, SnarkError> {
+    let u = update(partition, circuit)?;
+    recorded(
+        partition,
+        Precompiled::record_forked(
+            |cs| update_prefix(cs, &u, |cs, pairs| pairs.into_iter().map(|pair| apex_hash(cs, pair)).collect()),
+            |cs, shared, challenge| update_challenge(cs, challenge, shared, &u),
+        ),
+    )
+}
+
+/// Lines 420–580, everything before the challenge loop: the public inputs, phi, the roots'
+/// checks, the apex tree (each row hashed by `row`: forked in a synthesis, in place in a record)
+/// and the challenges' bits. Returns what the challenges read, and the challenges.
+fn update_prefix<'u, CS, E, TreeR>(
+    cs: &mut CS,
+    u: &'u Update<TreeR>,
+    row: impl FnMut(&mut CS, Vec<&[AllocatedNum<Fr>]>) -> Result<Vec<AllocatedNum<Fr>>, E>,
+) -> Result<(Shared, Vec<Challenge<'u, TreeR>>), E>
+where
+    CS: ConstraintSystem<Fr>,
+    E: From<SynthesisError>,
+    TreeR: MerkleTreeTrait<Hasher = TreeRHasher>,
+{
+    let EmptySectorUpdateCircuit {
+        pub_params: PublicParams { challenge_count, challenge_bit_len, partition_bit_len, .. },
+        pub_inputs: PublicInputs { k_and_h_select, comm_r_old, comm_d_new, comm_r_new },
+        priv_inputs: PrivateInputs { comm_c, root_r_old, root_r_new, apex_leafs, challenge_proofs },
+    } = &u.circuit;
+
+    // lines 420–474
+    let k_and_h_select =
+        AllocatedNum::alloc(cs.namespace(|| "k_and_h_select"), || k_and_h_select.ok_or(SynthesisError::AssignmentMissing))?;
+    k_and_h_select.inputize(cs.namespace(|| "k_and_h_select (public input)"))?;
+    let k_and_h_select_bits = {
+        let bit_len = partition_bit_len + u.hs.len();
+        let bits: Vec<Option<bool>> = match k_and_h_select.get_value() {
+            Some(value) => value.to_le_bits().into_iter().take(bit_len).map(Some).collect(),
+            None => vec![None; bit_len],
+        };
+        let bits = bits
+            .into_iter()
+            .enumerate()
+            .map(|(i, bit)| AllocatedBit::alloc(cs.namespace(|| format!("k_and_h_select_bit_{i}")), bit))
+            .collect::<Result<Vec<AllocatedBit>, SynthesisError>>()?;
+        let mut lc = LinearCombination::<Fr>::zero();
+        let mut pow2 = Fr::ONE;
+        for bit in bits.iter() {
+            lc = lc + (pow2, bit.get_variable());
+            pow2 = pow2.double();
+        }
+        cs.enforce(
+            || "k_and_h_select binary decomp",
+            |_| lc,
+            |lc| lc + CS::one(),
+            |lc| lc + k_and_h_select.get_variable(),
+        );
+        bits
+    };
+    let partition_bits = k_and_h_select_bits[..*partition_bit_len].to_vec();
+    let h_select_bits = k_and_h_select_bits[*partition_bit_len..].to_vec();
+    let partition_num = pack_bits(
+        cs.namespace(|| "pack partition bits"),
+        &partition_bits.iter().cloned().map(Into::into).collect::<Vec<Boolean>>(),
+    )?;
+
+    // lines 476–496
+    let mut public = |name: &'static str, value: &Option<Fr>| -> Result<AllocatedNum<Fr>, SynthesisError> {
+        let num = AllocatedNum::alloc(cs.namespace(|| name), || value.ok_or(SynthesisError::AssignmentMissing))?;
+        num.inputize(cs.namespace(|| format!("{name}_input")))?;
+        Ok(num)
+    };
+    let comm_r_old = public("comm_r_old", comm_r_old)?;
+    let comm_d_new = public("comm_d_new", comm_d_new)?;
+    let comm_r_new = public("comm_r_new", comm_r_new)?;
+    let phi = poseidon_hash(
+        cs.namespace(|| "phi"),
+        vec![comm_d_new.clone(), comm_r_old.clone()],
+        &POSEIDON_CONSTANTS_GEN_RANDOMNESS,
+    )?;
+
+    // lines 500–532
+    let mut private = |name: String, value: &Option<Fr>| {
+        AllocatedNum::alloc(cs.namespace(|| name), || value.ok_or(SynthesisError::AssignmentMissing))
+    };
+    let comm_c = private("comm_c".into(), comm_c)?;
+    let root_r_old = private("root_r_old".into(), root_r_old)?;
+    let root_r_new = private("root_r_new".into(), root_r_new)?;
+    let apex_leafs = (apex_leafs.iter().enumerate())
+        .map(|(i, leaf)| private(format!("apex_leaf_{i}"), leaf))
+        .collect::<Result<Vec<AllocatedNum<Fr>>, SynthesisError>>()?;
+    let partition_path = (u.partition_path.iter().enumerate())
+        .map(|(i, sibling)| private(format!("partition_path_sibling_{i}"), sibling).map(|sibling| vec![sibling]))
+        .collect::<Result<Vec<Vec<AllocatedNum<Fr>>>, SynthesisError>>()?;
+
+    // lines 536–557
+    for (name, root, comm_r) in [("comm_r_old", &root_r_old, &comm_r_old), ("comm_r_new", &root_r_new, &comm_r_new)] {
+        let calc = <TreeRHasher as Hasher>::Function::hash2_circuit(cs.namespace(|| format!("{name}_calc")), &comm_c, root)?;
+        cs.enforce(
+            || format!("enforce {name}_calc == {name}"),
+            |lc| lc + calc.get_variable(),
+            |lc| lc + CS::one(),
+            |lc| lc + comm_r.get_variable(),
+        );
+    }
+
+    // lines 560–580
+    apex_por(cs, apex_leafs.clone(), partition_bits.clone(), partition_path, comm_d_new, row)?;
+    let generated_bits = gen_challenge_bits(
+        cs.namespace(|| "gen_challenge_bits"),
+        &comm_r_new,
+        &partition_num,
+        *challenge_count,
+        challenge_bit_len - partition_bit_len,
+    )?;
+    let challenges = (generated_bits.into_iter().zip(challenge_proofs).enumerate())
+        .map(|(c_index, (c_bits, proof))| (c_index, c_bits, proof))
+        .collect();
+    let shared = Shared { partition_bits, h_select_bits, hs: u.hs, phi, root_r_old, root_r_new, apex_leafs };
+    Ok((shared, challenges))
 }
 
 /// What every SnapDeals challenge reads from the prefix.
@@ -384,13 +406,11 @@ struct Shared {
 /// One SnapDeals challenge: the body of the loop at lines 582–742.
 fn update_challenge<CS: ConstraintSystem<Fr>, TreeR: MerkleTreeTrait<Hasher = TreeRHasher>>(
     cs: &mut CS,
-    c_index: usize,
-    c_bits_without_partition: Vec<AllocatedBit>,
-    challenge_proof: &ChallengeProof<TreeR>,
+    (c_index, c_bits_without_partition, challenge_proof): Challenge<'_, TreeR>,
     s: &Shared,
-    (challenge_bit_len, partition_bit_len): (usize, usize),
-    apex_leaf_bit_len: usize,
+    u: &Update<TreeR>,
 ) -> Result<(), SynthesisError> {
+    let PublicParams { challenge_bit_len, partition_bit_len, apex_leaf_bit_len, .. } = u.circuit.pub_params;
     let c_bits: Vec<AllocatedBit> = c_bits_without_partition.iter().chain(s.partition_bits.iter()).cloned().collect();
 
     let c_high = get_challenge_high_bits(
@@ -487,27 +507,20 @@ fn update_challenge<CS: ConstraintSystem<Fr>, TreeR: MerkleTreeTrait<Hasher = Tr
     )
 }
 
-/// gadgets.rs lines 46–89, each row of the apex tree forked per hash (all of one shape).
-fn apex_por(
-    cs: &mut WitnessCs,
-    shape: &ItemShape,
+/// gadgets.rs lines 46–89, the apex tree built a row at a time by `row`.
+fn apex_por<CS: ConstraintSystem<Fr>, E: From<SynthesisError>>(
+    cs: &mut CS,
     apex_leafs: Vec<AllocatedNum<Fr>>,
     partition_bits: Vec<AllocatedBit>,
     partition_path: Vec<Vec<AllocatedNum<Fr>>>,
     comm_d: AllocatedNum<Fr>,
-) -> Result<(), ForkError> {
-    let mut row = apex_leafs;
-    for _ in 0..row.len().trailing_zeros() {
-        let next = cs.fork_map(row.chunks(2).collect(), shape, |cs, siblings| {
-            <TreeDHasher as Hasher>::Function::hash2_circuit(
-                cs.namespace(|| "apex_tree generation hash"),
-                &siblings[0],
-                &siblings[1],
-            )
-        })?;
-        row = next;
+    mut row: impl FnMut(&mut CS, Vec<&[AllocatedNum<Fr>]>) -> Result<Vec<AllocatedNum<Fr>>, E>,
+) -> Result<(), E> {
+    let mut level = apex_leafs;
+    for _ in 0..level.len().trailing_zeros() {
+        level = row(cs, level.chunks(2).collect())?;
     }
-    let apex_root = row.swap_remove(0);
+    let apex_root = level.swap_remove(0);
     Ok(por_no_challenge_input::<TreeD, _>(
         cs.namespace(|| "partition-tree por"),
         partition_bits,
@@ -515,6 +528,11 @@ fn apex_por(
         partition_path,
         comm_d,
     )?)
+}
+
+/// One hash of the apex tree (gadgets.rs line 64).
+fn apex_hash<CS: ConstraintSystem<Fr>>(cs: &mut CS, siblings: &[AllocatedNum<Fr>]) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    <TreeDHasher as Hasher>::Function::hash2_circuit(cs.namespace(|| "apex_tree generation hash"), &siblings[0], &siblings[1])
 }
 
 /// gadgets.rs lines 92–159.
