@@ -374,10 +374,11 @@ impl Recorder {
         r
     }
 
-    /// Makes room for `batch` and, at its size a part, for `left` parts more, once: appending
-    /// then never grows the matrices by doubling, which copies gigabytes at 32 GiB (an
-    /// allocator without glibc's `mremap` copies a grown block) and leaves up to half of it spare.
-    /// Parts of one circuit are alike (challenges, sectors), so the estimate is exact for them.
+    /// Makes room for `batch` and for `left` more parts of the batch's average size (after the
+    /// first batch the room is already there): appending then never grows the matrices by
+    /// doubling, which copies gigabytes at 32 GiB (an allocator without glibc's `mremap` copies a
+    /// grown block) and leaves up to half of it spare. Parts of one circuit are alike
+    /// (challenges, sectors), so the estimate is exact for them.
     fn reserve_for(&mut self, batch: &[Recorder], left: usize) {
         if batch.is_empty() {
             return;

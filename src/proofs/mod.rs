@@ -97,8 +97,8 @@ pub trait Statement: Send + Sync {
     fn public_inputs(&self, partition: usize) -> Result<Vec<Fr>, SnarkError>;
     /// Records this statement's circuit (partition 0's: every partition and every statement of
     /// [`Statement::circuit`] has the same structure), so that its later syntheses inside
-    /// [`crate::groth16::precompiled`] skip A and B. Runs the library's circuit on one thread,
-    /// except FallbackPoSt's, whose sectors are recorded in parallel.
+    /// [`crate::groth16::precompiled`] skip A and B. PoRep's and SnapDeals' challenges and
+    /// FallbackPoSt's sectors are recorded in parallel (`split.rs`).
     fn record(&self) -> Result<Precompiled, SnarkError>;
     /// The same record from the library's circuit run in place on one thread: what
     /// [`Statement::record`] is tested against where it records in parallel.
