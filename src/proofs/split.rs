@@ -315,18 +315,7 @@ where
             .enumerate()
             .map(|(i, bit)| AllocatedBit::alloc(cs.namespace(|| format!("k_and_h_select_bit_{i}")), bit))
             .collect::<Result<Vec<AllocatedBit>, SynthesisError>>()?;
-        let mut lc = LinearCombination::<Fr>::zero();
-        let mut pow2 = Fr::ONE;
-        for bit in bits.iter() {
-            lc = lc + (pow2, bit.get_variable());
-            pow2 = pow2.double();
-        }
-        cs.enforce(
-            || "k_and_h_select binary decomp",
-            |_| lc,
-            |lc| lc + CS::one(),
-            |lc| lc + k_and_h_select.get_variable(),
-        );
+        enforce_binary_decomp(cs, "k_and_h_select binary decomp", &bits, &k_and_h_select);
         bits
     };
     let partition_bits = k_and_h_select_bits[..*partition_bit_len].to_vec();
@@ -576,14 +565,25 @@ fn allocated_num_to_allocated_bits<CS: ConstraintSystem<Fr>>(
     num: &AllocatedNum<Fr>,
 ) -> Result<Vec<AllocatedBit>, SynthesisError> {
     let bits = field_into_allocated_bits_le(&mut cs, num.get_value())?;
+    enforce_binary_decomp(&mut cs, "binary decomp", &bits, num);
+    Ok(bits)
+}
+
+/// Enforces `num` = Σ 2^i · bits[i] (bits little-endian): the "binary decomp" constraint of
+/// gadgets.rs' bit decomposition (lines 18–40) and of `k_and_h_select`'s (src/circuit.rs line 455).
+fn enforce_binary_decomp<CS: ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    annotation: &'static str,
+    bits: &[AllocatedBit],
+    num: &AllocatedNum<Fr>,
+) {
     let mut lc = LinearCombination::<Fr>::zero();
     let mut pow2 = Fr::ONE;
-    for bit in bits.iter() {
+    for bit in bits {
         lc = lc + (pow2, bit.get_variable());
         pow2 = pow2.double();
     }
-    cs.enforce(|| "binary decomp", |_| lc, |lc| lc + CS::one(), |lc| lc + num.get_variable());
-    Ok(bits)
+    cs.enforce(|| annotation, |_| lc, |lc| lc + CS::one(), |lc| lc + num.get_variable());
 }
 
 /// gadgets.rs lines 164–244.
