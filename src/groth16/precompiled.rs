@@ -374,6 +374,57 @@ impl Recorder {
         r
     }
 
+    /// Records `items` in parallel, each reading what is recorded here and nothing of another
+    /// item, and returns what each returned: [`super::WitnessCs::fork_map`] for a record, for
+    /// parts whose results later parts read (SnapDeals' apex tree, a row of hashes at a time).
+    /// Each item is recorded where the sequential record puts it, so the variables it returns
+    /// carry their final indices; that needs every item to allocate as many variables as the
+    /// first, which is recorded alone first to count them (items of one row are one gadget: a
+    /// circuit's structure cannot depend on its values). An item of another size is an error.
+    pub fn fork_map<T: Send, R: Send>(
+        &mut self,
+        items: Vec<T>,
+        f: impl Fn(&mut Recorder, T) -> Result<R, SynthesisError> + Sync,
+    ) -> Result<Vec<R>, SynthesisError> {
+        let mut items = items.into_iter();
+        let Some(first) = items.next() else {
+            return Ok(Vec::new());
+        };
+        let (inputs, aux) = (self.pre.inputs, self.pre.aux);
+        let mut part = Recorder::after(inputs, aux);
+        let mut results = vec![f(&mut part, first)?];
+        let size = (part.pre.inputs - inputs, part.pre.aux - aux);
+        self.append(part, inputs, aux);
+        let at = |i: usize| (inputs + i * size.0, aux + i * size.1);
+        let recorded: Vec<(Recorder, R)> = (items.collect::<Vec<T>>().into_par_iter().enumerate())
+            .map(|(i, item)| {
+                let (inputs, aux) = at(i + 1);
+                let mut cs = Recorder::after(inputs, aux);
+                let r = f(&mut cs, item)?;
+                let got = (cs.pre.inputs - inputs, cs.pre.aux - aux);
+                match got == size {
+                    true => Ok((cs, r)),
+                    false => Err(SynthesisError::IoError(std::io::Error::other(format!(
+                        "item {} of a recorded fork allocates {} inputs and {} aux variables, item 0 {} and {}",
+                        i + 1,
+                        got.0,
+                        got.1,
+                        size.0,
+                        size.1
+                    )))),
+                }
+            })
+            .collect::<Result<_, SynthesisError>>()?;
+        let (parts, rest): (Vec<Recorder>, Vec<R>) = recorded.into_iter().unzip();
+        self.reserve_for(&parts, 0);
+        for (i, part) in parts.into_iter().enumerate() {
+            let (inputs, aux) = at(i + 1);
+            self.append(part, inputs, aux);
+        }
+        results.extend(rest);
+        Ok(results)
+    }
+
     /// Makes room for `batch` and for `left` more parts of the batch's average size (after the
     /// first batch the room is already there): appending then never grows the matrices by
     /// doubling, which copies gigabytes at 32 GiB (an allocator without glibc's `mremap` copies a
@@ -640,6 +691,57 @@ mod tests {
         assert_eq!(raw.a.0, &[3, 4, 6]);
         assert_eq!(&raw.a.1[..6], &[1, ONE, AUX, MINUS_ONE, AUX | 2, 2]);
         assert_eq!(raw.coeffs[2], Fr::from(0x1234_5678_9abc_def0u64));
+    }
+
+    /// A binary tree of "hashes" over four leaves, a row at a time by `row`, its root
+    /// constrained against an input.
+    fn tree<CS: ConstraintSystem<Fr>>(
+        cs: &mut CS,
+        mut row: impl FnMut(&mut CS, Vec<(Variable, Variable)>) -> Result<Vec<Variable>, SynthesisError>,
+    ) -> Result<(), SynthesisError> {
+        let x = cs.alloc_input(|| "x", || Ok(Fr::ONE))?;
+        let mut level = (0..4u64).map(|i| cs.alloc(|| "leaf", || Ok(Fr::from(i)))).collect::<Result<Vec<_>, _>>()?;
+        while level.len() > 1 {
+            level = row(cs, level.chunks(2).map(|p| (p[0], p[1])).collect())?;
+        }
+        cs.enforce(|| "root", |lc| lc + level[0], |lc| lc + x, |lc| lc);
+        Ok(())
+    }
+
+    /// One "hash" of `tree`: two aux variables, two constraints, both children read.
+    fn hash<CS: ConstraintSystem<Fr>>(cs: &mut CS, (l, r): (Variable, Variable)) -> Result<Variable, SynthesisError> {
+        let t = cs.alloc(|| "t", || Ok(Fr::ONE))?;
+        cs.enforce(|| "t", |lc| lc + l + (Fr::from(3u64), r), |lc| lc + CS::one(), |lc| lc + t);
+        let out = cs.alloc(|| "out", || Ok(Fr::ONE))?;
+        cs.enforce(|| "out", |lc| lc + t, |lc| lc + t + l, |lc| lc + out);
+        Ok(out)
+    }
+
+    #[test]
+    fn forked_rows_record_as_in_place() {
+        struct Tree;
+        impl Circuit<Fr> for Tree {
+            fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+                tree(cs, |cs, pairs| pairs.into_iter().map(|pair| hash(cs, pair)).collect())
+            }
+        }
+        let in_place = Precompiled::record(Tree).unwrap();
+        let forked = Precompiled::record_forked(
+            |cs| tree(cs, |cs, pairs| cs.fork_map(pairs, hash)).map(|()| ((), Vec::<()>::new())),
+            |_, (), ()| Ok(()),
+        )
+        .unwrap();
+        assert_eq!((in_place.constraints(), in_place.aux), (7, 10));
+        assert_eq!(in_place.first_difference(&forked), None);
+    }
+
+    #[test]
+    fn forked_items_of_another_size_are_an_error() {
+        let mut cs = Recorder::default();
+        let err = cs
+            .fork_map(vec![1, 2], |cs, extra: usize| (0..extra).try_for_each(|_| cs.alloc(|| "v", || Ok(Fr::ONE)).map(drop)))
+            .unwrap_err();
+        assert!(err.to_string().contains("item 1 of a recorded fork allocates 0 inputs and 2 aux variables"), "{err}");
     }
 
     #[test]

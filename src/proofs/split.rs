@@ -16,8 +16,10 @@
 //!   sequential (public inputs, the partition path, the challenges' bits) is about 0.2%.
 //!
 //! A circuit's precompiled record is made the same way, a challenge (PoRep, SnapDeals) or a
-//! sector (PoSt) at a time in parallel ([`Precompiled::record_forked`]); what comes before them,
-//! SnapDeals' apex tree included, is recorded in place.
+//! sector (PoSt) at a time in parallel ([`Precompiled::record_forked`]), and SnapDeals' apex tree
+//! a row at a time ([`Recorder::fork_map`]); the rest of the prefix is recorded in place.
+//!
+//! [`Recorder::fork_map`]: crate::groth16::precompiled::Recorder::fork_map
 
 use bellperson::gadgets::boolean::{field_into_allocated_bits_le, AllocatedBit, Boolean};
 use bellperson::gadgets::multipack::pack_bits;
@@ -264,9 +266,12 @@ pub(super) fn snap<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 }
 
 /// SnapDeals recorded for precompiled synthesis a challenge at a time in parallel
-/// ([`Precompiled::record_forked`]; the apex tree, 7 % of the circuit, in place before them):
-/// a 32 GiB partition's record took 58 s on one thread, 36.5 s this way on the 2-core build
-/// machine. The same record as the sequential one (tested).
+/// ([`Precompiled::record_forked`]), the apex tree (7 % of the circuit) before them a row at a
+/// time ([`Recorder::fork_map`]): a 32 GiB partition's record took 58 s on one thread, 36.5 s
+/// with the apex in place on the 2-core build machine. The same record as the sequential one
+/// (tested).
+///
+/// [`Recorder::fork_map`]: crate::groth16::precompiled::Recorder::fork_map
 pub(super) fn record_snap<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     partition: usize,
     circuit: anyhow::Result<EmptySectorUpdateCircuit<TreeR>>,
@@ -275,14 +280,14 @@ pub(super) fn record_snap<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>
     recorded(
         partition,
         Precompiled::record_forked(
-            |cs| update_prefix(cs, &u, |cs, pairs| pairs.into_iter().map(|pair| apex_hash(cs, pair)).collect()),
+            |cs| update_prefix(cs, &u, |cs, pairs| cs.fork_map(pairs, |cs, pair| apex_hash(cs, pair))),
             |cs, shared, challenge| update_challenge(cs, challenge, shared, &u),
         ),
     )
 }
 
 /// Lines 420–580, everything before the challenge loop: the public inputs, phi, the roots'
-/// checks, the apex tree (each row hashed by `row`: forked in a synthesis, in place in a record)
+/// checks, the apex tree (each row hashed by `row`, forked in a synthesis and in a record)
 /// and the challenges' bits. Returns what the challenges read, and the challenges.
 fn update_prefix<'u, CS, E, TreeR>(
     cs: &mut CS,
