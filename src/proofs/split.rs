@@ -280,7 +280,7 @@ pub(super) fn record_snap<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>
     recorded(
         partition,
         Precompiled::record_forked(
-            |cs| update_prefix(cs, &u, |cs, pairs| cs.fork_map(pairs, |cs, pair| apex_hash(cs, pair))),
+            |cs| update_prefix(cs, &u, |cs, pairs| cs.fork_map(pairs, apex_hash)),
             |cs, shared, challenge| update_challenge(cs, challenge, shared, &u),
         ),
     )
