@@ -71,10 +71,17 @@ impl Density {
     /// Appends the density of a part whose first `shared` variables are ours (a part
     /// synthesized or recorded as a circuit of its own shares the ONE input; a PoRep challenge
     /// also reads the variables allocated before it): those bits are OR-ed into ours, the
-    /// others follow ours.
+    /// others follow ours. A word at a time: a SnapDeals challenge's record shares the ~6M
+    /// variables before it, and 86 of them are appended one after another.
     pub fn extend_sharing(&mut self, other: &Density, shared: usize) {
-        for i in (0..shared.min(other.len)).filter(|&i| other.get(i)) {
-            self.set(i);
+        let shared_len = shared.min(other.len);
+        assert!(shared_len <= self.len, "{shared_len} shared bits overrun a density of {}", self.len);
+        let (full, rest) = (shared_len / 64, shared_len % 64);
+        for (mine, theirs) in self.words.iter_mut().zip(&other.words[..full]) {
+            *mine |= theirs;
+        }
+        if rest != 0 {
+            self.words[full] |= other.words[full] & ((1u64 << rest) - 1);
         }
         self.extend(&other.tail(shared));
     }
@@ -388,7 +395,17 @@ mod tests {
             (0..len).filter(|i| i % step == 0 || i % 7 == 3).for_each(|i| d.set(i));
             d
         };
-        for (ours, theirs, shared) in [(1, 1, 1), (5, 130, 1), (64, 200, 0), (100, 300, 37), (130, 64, 64), (70, 199, 70)] {
+        for (ours, theirs, shared) in [
+            (1, 1, 1),
+            (5, 130, 1),
+            (64, 200, 0),
+            (100, 300, 37),
+            (130, 64, 64),
+            (70, 199, 70),
+            (200, 300, 150),
+            (128, 500, 128),
+            (300, 100, 200),
+        ] {
             let (mut got, other) = (bits(ours, 5), bits(theirs, 3));
             let mut expected = got.clone();
             for i in 0..theirs {
